@@ -1,0 +1,143 @@
+"""The pipeline, top to bottom: load -> run isolated -> probe -> diagnose and score -> report."""
+
+from __future__ import annotations
+
+import difflib
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from grader import __version__, load, sandbox
+from grader.assignments import ASSIGNMENTS, INFERENCE_ORDER, Assignment
+from grader.diagnose import diagnose
+from grader.model import CallOutcome, GraderError, Probe, RunInfo
+from grader.probes import DEFAULT_SEED, build_probes
+from grader.report import build, call_errors
+from grader.sandbox.limits import DEFAULT_LIMITS, Limits
+from grader.scoring import max_score, score_checks
+
+FUNCTION_NAMES = {a.function: a.id for a in ASSIGNMENTS.values()}
+
+
+def infer_assignment(names: Sequence[str]) -> str | None:
+    """The most advanced assignment whose function the submission defines."""
+    for assignment_id in INFERENCE_ORDER:
+        if ASSIGNMENTS[assignment_id].function in names:
+            return assignment_id
+    return None
+
+
+def missing_function_message(wanted: Sequence[str], defined: Sequence[str]) -> str:
+    """Say which function is missing and which defined name it may have been meant to be."""
+    public = [n for n in defined if not n.startswith("_")]
+    best: tuple[float, str, str] | None = None
+    for name in wanted:
+        for candidate in difflib.get_close_matches(name, public, n=1, cutoff=0.5):
+            ratio = difflib.SequenceMatcher(None, name, candidate).ratio()
+            if best is None or ratio > best[0]:
+                best = (ratio, name, candidate)
+    listing = ", ".join(f"`{n}`" for n in wanted)
+    if best:
+        return (f"no function named `{best[1]}` was found; did you mean `{best[2]}`? "
+                f"(rename it to `{best[1]}`)")
+    shown = ", ".join(f"`{n}`" for n in public[:8]) or "none"
+    return f"no function named {listing} was found (functions defined: {shown})"
+
+
+def grade(path: str | Path, *, assignment: str | None = None, seed: int = DEFAULT_SEED,
+          limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
+    """Grade one submission and return its report (a dict that follows the shipped schema)."""
+    started = time.monotonic()
+    path = Path(path)
+    metadata: dict[str, Any] = {
+        "seed": int(seed),
+        "hidden_probes": seed != DEFAULT_SEED,
+        "grader_version": __version__,
+        "submission": path.name,
+        "function": None,
+    }
+
+    def finish(report: dict[str, Any]) -> dict[str, Any]:
+        report["metadata"]["duration_seconds"] = round(time.monotonic() - started, 3)
+        return report
+
+    try:
+        submission = load.load(path)
+    except load.LoadError as exc:
+        chosen = assignment or infer_assignment(exc.defined) or "unknown"
+        return finish(_error_report(chosen, [exc.error], metadata))
+
+    chosen_holder: dict[str, Any] = {}
+
+    def plan(info: RunInfo) -> tuple[str, list[Probe]] | None:
+        chosen = assignment or infer_assignment(info.defined_functions)
+        chosen_holder["id"] = chosen
+        if info.fatal is not None or chosen is None:
+            return None
+        spec = ASSIGNMENTS[chosen]
+        if spec.function not in info.defined_functions:
+            return None
+        probes = build_probes(chosen, seed)
+        chosen_holder["probes"] = probes
+        return spec.function, probes
+
+    info, outcomes = sandbox.run(submission, plan, limits)
+    metadata["isolation"] = list(info.isolation)
+    if info.stdout:
+        metadata["stdout"] = info.stdout[:2000]
+    chosen = chosen_holder.get("id")
+    load_errors = list(info.load_errors)
+    if info.forbidden:
+        error = GraderError("forbidden-import",
+                            "the submission tried to reach the grader's own code: "
+                            + "; ".join(info.forbidden) + ". Grading is refused.")
+        return finish(_error_report(chosen or "unknown", [error, *load_errors], metadata))
+    if info.fatal is not None:
+        return finish(_error_report(chosen or "unknown", [info.fatal, *load_errors], metadata))
+    if chosen is None or "probes" not in chosen_holder:
+        wanted = [ASSIGNMENTS[chosen].function] if chosen else [
+            ASSIGNMENTS[a].function for a in INFERENCE_ORDER]
+        error = GraderError("missing-function",
+                            missing_function_message(wanted, info.defined_functions))
+        return finish(_error_report(chosen or "unknown", [error, *load_errors], metadata))
+    spec = ASSIGNMENTS[chosen]
+    metadata["function"] = spec.function
+    return finish(evaluate(spec, chosen_holder["probes"], outcomes, load_errors, metadata))
+
+
+def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
+             load_errors: Sequence[GraderError], metadata: dict[str, Any]) -> dict[str, Any]:
+    """Diagnose and score the outcomes of the calls (pure: arrays in, report out)."""
+    metadata["probes"] = len(probes)
+    if not any(o.ok for o in outcomes) and all(
+        o.error_kind == "wrong-signature" for o in outcomes
+    ):
+        first = outcomes[0].message if outcomes else ""
+        error = GraderError("wrong-signature",
+                            f"`{spec.function}` cannot be called as `{spec.signature}`: {first}")
+        return _error_report(spec.id, [error, *load_errors], metadata)
+    diagnosis = diagnose(spec, probes, outcomes)
+    checks = score_checks(spec, probes, outcomes)
+    reference_outputs = [_reference_output(spec, p) for p in probes]
+    errors = [*load_errors, *call_errors(probes, outcomes, reference_outputs)]
+    score = sum(c.points for c in checks)
+    return build(assignment=spec.id, status="graded", score=score, max_score=max_score(spec),
+                 findings=diagnosis.findings, checks=checks, errors=errors, metadata=metadata)
+
+
+def _reference_output(spec: Assignment, probe: Probe) -> np.ndarray | None:
+    try:
+        out, _ = spec.reference(*probe.args)
+        return np.asarray(out)
+    except (ValueError, IndexError):
+        return None
+
+
+def _error_report(assignment_id: str, errors: Sequence[GraderError],
+                  metadata: dict[str, Any]) -> dict[str, Any]:
+    total = max_score(ASSIGNMENTS[assignment_id]) if assignment_id in ASSIGNMENTS else 10.0
+    return build(assignment=assignment_id, status="error", score=0.0, max_score=total,
+                 errors=errors, metadata=metadata)

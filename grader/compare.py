@@ -1,0 +1,95 @@
+"""Stage 4a (pure): compare one array with another, the way torch.testing and numpy.testing do.
+
+Order: shape first, then where NaN and inf are, then values. Tolerances come from one table keyed
+by the dtype the submission returned (a float32 result is judged with float32 tolerances, SPEC
+section 1), widened on probes with large logits by the rounding error those logits carry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grader.model import Array
+
+#: dtype name -> (rtol, atol); atol is relative to the size of the expected values (at least 1)
+TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (1e-5, 1e-6),
+    "float32": (1e-4, 1e-5),
+    "float16": (1e-2, 1e-3),
+}
+#: typical |score| on ordinary probes, and on the large-logit stability probes
+ORDINARY_LOGITS = 20.0
+LARGE_LOGITS = 1.0e4
+#: a variant is claimed only if the reference misses by at least this many tolerances
+FAR = 50.0
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol: float
+
+
+def tolerance_for(actual: Array, expected: Array, large_logits: bool = False) -> Tolerance:
+    name = actual.dtype.name if actual.dtype.name in TOLERANCES else "float64"
+    rtol, atol = TOLERANCES[name]
+    eps = float(np.finfo(name).eps)
+    logits = LARGE_LOGITS if large_logits else ORDINARY_LOGITS
+    rtol += 8 * eps * logits
+    finite = expected[np.isfinite(expected)]
+    magnitude = max(1.0, float(np.max(np.abs(finite)))) if finite.size else 1.0
+    return Tolerance(rtol, atol * magnitude)
+
+
+def error_ratio(actual: Array, expected: Array, tol: Tolerance) -> float:
+    """Largest |actual - expected| in units of the allowed tolerance; inf if shapes or NaN/inf
+    positions differ. At most 1 means close."""
+    if actual.shape != expected.shape:
+        return float("inf")
+    actual = actual.astype(np.float64, copy=False)
+    finite_a, finite_e = np.isfinite(actual), np.isfinite(expected)
+    if not np.array_equal(finite_a, finite_e):
+        return float("inf")
+    special = ~finite_e
+    if special.any() and not np.array_equal(actual[special], expected[special], equal_nan=True):
+        return float("inf")
+    if not finite_e.any():
+        return 0.0
+    with np.errstate(all="ignore"):
+        allowed = tol.atol + tol.rtol * np.abs(expected[finite_e])
+        return float(np.max(np.abs(actual[finite_e] - expected[finite_e]) / allowed))
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.6g}"
+
+
+def _index(flat: int, shape: tuple[int, ...]) -> str:
+    return str(tuple(int(i) for i in np.unravel_index(flat, shape))) if shape else "()"
+
+
+def mismatch_message(actual: Array, expected: Array, tol: Tolerance, what: str = "output") -> str:
+    """Why ``actual`` is not close to ``expected``, with the numbers; empty when it is."""
+    if actual.shape != expected.shape:
+        return f"{what} shape {tuple(actual.shape)} does not match the expected {tuple(expected.shape)}."
+    actual = actual.astype(np.float64, copy=False)
+    nonfinite = ~np.isfinite(actual) & np.isfinite(expected)
+    if nonfinite.any():
+        first = int(np.flatnonzero(nonfinite)[0])
+        return (f"{what} has {int(nonfinite.sum())} NaN/inf value(s) where finite values are "
+                f"expected (first at index {_index(first, actual.shape)}: "
+                f"{_fmt(actual.flat[first])}, expected {_fmt(expected.flat[first])}).")
+    with np.errstate(all="ignore"):
+        diff = np.abs(actual - expected)
+        allowed = tol.atol + tol.rtol * np.abs(expected)
+        bad = ~(diff <= allowed)
+    if not bad.any():
+        return ""
+    worst = int(np.nanargmax(np.where(bad, diff, -1.0)))
+    return (f"{what}: {int(bad.sum())} / {bad.size} elements differ "
+            f"({100 * bad.sum() / bad.size:.1f}%); greatest absolute difference "
+            f"{_fmt(diff.flat[worst])} at index {_index(worst, actual.shape)} "
+            f"(up to {_fmt(allowed.flat[worst])} allowed): got {_fmt(actual.flat[worst])}, "
+            f"expected {_fmt(expected.flat[worst])}.")

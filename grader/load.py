@@ -1,0 +1,172 @@
+"""Stage 1: read a ``.py`` file or ``.ipynb`` notebook into a Submission (no student code runs).
+
+A ``.py`` file is parsed first, so a syntax error becomes a report without starting a process.
+A notebook is read as JSON; version 4 is taken directly, older versions are upgraded with
+nbformat. Only code cells count; IPython magics and ``!`` shell escapes are neutralised so that a
+cell that is plain Python apart from them still runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from grader.model import GraderError
+from grader.sandbox import Submission
+
+MAX_SOURCE_BYTES = 4 << 20
+MAX_NOTEBOOK_BYTES = 64 << 20
+#: cell magics whose body is ordinary Python
+_PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun", "memit", "debug"}
+_ASSIGNED_MAGIC = re.compile(r"^(\s*)([\w.,\s\[\]()]+?)\s*=\s*[%!]")
+
+
+class LoadError(Exception):
+    """The submission cannot be run at all; carries the report error."""
+
+    def __init__(self, error: GraderError, defined: tuple[str, ...] = ()) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.defined = defined
+
+
+def neutralise_magics(source: str) -> str:
+    """Turn IPython-only lines into no-ops; leave plain Python untouched."""
+    try:
+        ast.parse(source)
+        return source
+    except (SyntaxError, ValueError):
+        pass
+    lines = source.splitlines()
+    if lines and lines[0].lstrip().startswith("%%"):
+        magic = lines[0].lstrip()[2:].split(maxsplit=1)[0] if lines[0].strip() != "%%" else ""
+        if magic not in _PYTHON_CELL_MAGICS:
+            return ""
+        lines = lines[1:]
+    cleaned = []
+    for line in lines:
+        stripped = line.lstrip()
+        indent = line[: len(line) - len(stripped)]
+        assigned = _ASSIGNED_MAGIC.match(line)
+        if stripped.startswith(("%", "!")):
+            cleaned.append(f"{indent}pass")
+        elif assigned:
+            cleaned.append(f"{assigned.group(1)}{assigned.group(2).strip()} = None")
+        elif stripped.endswith("?") and not stripped.startswith("#") and "#" not in stripped:
+            cleaned.append(f"{indent}pass")
+        else:
+            cleaned.append(line)
+    return "\n".join(cleaned)
+
+
+def defined_names(sources: tuple[str, ...]) -> tuple[str, ...]:
+    """Top-level function names a static read finds (for inference before anything runs)."""
+    names: list[str] = []
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            names.extend(re.findall(r"^def\s+(\w+)", source, flags=re.MULTILINE))
+            continue
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.append(node.name)
+            elif isinstance(node, ast.Assign):
+                names.extend(t.id for t in node.targets if isinstance(t, ast.Name))
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names.extend((a.asname or a.name).split(".")[0] for a in node.names)
+    return tuple(dict.fromkeys(names))
+
+
+def _read_bytes(path: Path, limit: int) -> bytes:
+    with open(path, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise LoadError(GraderError("syntax-error" if path.suffix != ".ipynb" else
+                                    "invalid-notebook",
+                                    f"the file is larger than {limit >> 20} MiB"))
+    return data
+
+
+def load_python(path: Path) -> Submission:
+    data = _read_bytes(path, MAX_SOURCE_BYTES)
+    try:
+        source = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise LoadError(GraderError("syntax-error", f"{path.name} is not UTF-8 text: {exc}")) from exc
+    if "\x00" in source:
+        raise LoadError(GraderError("syntax-error", f"{path.name} is not a text file (NUL bytes)"))
+    try:
+        compile(source, path.name, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
+        text = (exc.text or "").rstrip()
+        detail = f"\n    {text}" if text else ""
+        raise LoadError(GraderError("syntax-error", f"{path.name}, {where}: {exc.msg}{detail}"),
+                        defined_names((source,))) from exc
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise LoadError(GraderError("syntax-error", f"{path.name} cannot be parsed: {exc}")) from exc
+    return Submission(path, "py", (source,))
+
+
+def _cells_v4(notebook: dict[str, Any]) -> list[str]:
+    cells = notebook.get("cells")
+    if not isinstance(cells, list):
+        raise ValueError("it has no list of cells")
+    sources = []
+    for cell in cells:
+        if not isinstance(cell, dict):
+            raise ValueError("a cell is not an object")
+        if cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        if isinstance(source, list):
+            if not all(isinstance(s, str) for s in source):
+                raise ValueError("a cell's source is not text")
+            source = "".join(source)
+        if not isinstance(source, str):
+            raise ValueError("a cell's source is not text")
+        sources.append(source)
+    return sources
+
+
+def _upgrade(text: str) -> dict[str, Any]:
+    import nbformat  # imported only for old notebooks: it is slow to import
+
+    notebook = nbformat.reads(text, as_version=4)
+    return dict(notebook)
+
+
+def load_notebook(path: Path) -> Submission:
+    data = _read_bytes(path, MAX_NOTEBOOK_BYTES)
+    try:
+        text = data.decode("utf-8-sig")
+        notebook = json.loads(text)
+        if not isinstance(notebook, dict):
+            raise ValueError("the top level is not an object")
+        version = notebook.get("nbformat")
+        if version != 4:
+            if not isinstance(version, int) or version > 4:
+                raise ValueError(f"unsupported nbformat version {version!r}")
+            notebook = _upgrade(text)
+        sources = _cells_v4(notebook)
+    except (ValueError, UnicodeDecodeError, RecursionError, KeyError, TypeError,
+            AttributeError) as exc:
+        raise LoadError(GraderError("invalid-notebook",
+                                    f"{path.name} is not a valid Jupyter notebook: {exc}")) from exc
+    except Exception as exc:  # nbformat raises its own validation errors for old notebooks
+        raise LoadError(GraderError("invalid-notebook",
+                                    f"{path.name} is not a valid Jupyter notebook: {exc}")) from exc
+    if not any(s.strip() for s in sources):
+        raise LoadError(GraderError("missing-function", f"{path.name} has no code cells"))
+    return Submission(path, "ipynb", tuple(neutralise_magics(s) for s in sources))
+
+
+def load(path: Path) -> Submission:
+    """Read ``path`` (``.ipynb`` as a notebook, anything else as Python source)."""
+    if path.suffix.lower() == ".ipynb":
+        return load_notebook(path)
+    return load_python(path)

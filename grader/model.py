@@ -1,0 +1,122 @@
+"""Plain data passed between the pipeline stages: load -> sandbox -> compare/diagnose -> report."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+Array = NDArray[Any]
+
+#: SPEC section 4 ``errors[].kind``
+ERROR_KINDS = (
+    "syntax-error",
+    "missing-function",
+    "wrong-signature",
+    "runtime-error",
+    "timeout",
+    "memory-limit",
+    "invalid-notebook",
+    "wrong-shape",
+    "non-finite-output",
+    "forbidden-import",
+    "crashed",
+)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One call of the student's function: the inputs, what it is for, and where it comes from.
+
+    ``args`` holds arrays and plain scalars; the same array object may appear twice (self-attention
+    passes X as both X_q and X_kv), and the child receives it twice as one object.
+    """
+
+    id: str
+    args: tuple[Any, ...]
+    tags: frozenset[str]
+    question_bank: tuple[str, ...] = ()
+    #: call the function a second time on the same (possibly mutated) objects
+    repeat: bool = False
+    #: what concept checks need to know about how the probe was built
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def batched(self) -> bool:
+        return bool(self.tags & {"batched"})
+
+    @property
+    def size(self) -> int:
+        return sum(a.size for a in self.args if isinstance(a, np.ndarray))
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """What one call of the student's function did, as received from the child.
+
+    ``error_kind`` is None when the call returned arrays. ``inputs_after`` are the argument arrays
+    as the child saw them after the call (for the mutation check).
+    """
+
+    probe_id: str
+    error_kind: str | None = None
+    message: str = ""
+    output: Array | None = None
+    weights: Array | None = None
+    repeat_output: Array | None = None
+    inputs_after: tuple[Array, ...] = ()
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error_kind is None and self.output is not None
+
+
+@dataclass(frozen=True)
+class GraderError:
+    """An error for the report: one of ERROR_KINDS and a message for the student."""
+
+    kind: str
+    message: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in ERROR_KINDS:
+            raise ValueError(f"unknown error kind {self.kind!r}")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A misconception the submission's outputs show."""
+
+    id: str
+    evidence: str
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    id: str
+    category: str
+    passed: bool
+    points: float
+    max_points: float
+    message: str
+    question_bank: tuple[str, ...] = ()
+    hidden: bool = False
+
+
+@dataclass
+class RunInfo:
+    """What the sandbox learned about the submission, beyond per-call outcomes."""
+
+    defined_functions: tuple[str, ...] = ()
+    #: name -> [[parameter, kind, has default], ...] for the assignment functions it defines
+    signatures: dict[str, Any] = field(default_factory=dict)
+    forbidden: list[str] = field(default_factory=list)
+    load_errors: list[GraderError] = field(default_factory=list)
+    cell_errors: list[str] = field(default_factory=list)
+    fatal: GraderError | None = None
+    stdout: str = ""
+    isolation: tuple[str, ...] = ()

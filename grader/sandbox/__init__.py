@@ -1,0 +1,358 @@
+"""Stage 2: run the submission in a disposable child process and collect raw arrays.
+
+The parent (this module) never imports or executes student code. It starts ``worker.py`` in a new
+session with a scrubbed environment, a fresh temporary directory and resource limits, sends it the
+probe inputs, and reads one frame per call from a single result pipe, with a wall-clock deadline
+for the import and for each call. A call that hangs or crashes costs that call: the child is
+killed (with its whole session and anything it left behind) and a new one continues with the
+remaining probes, within the total budget.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from grader.model import CallOutcome, GraderError, Probe, RunInfo
+from grader.sandbox import wire
+from grader.sandbox.limits import (
+    DEFAULT_LIMITS,
+    Limits,
+    become_subreaper,
+    child_environment,
+    kill_run,
+    own_children,
+)
+
+WORKER = Path(__file__).with_name("worker.py")
+PACKAGE_ROOTS = (Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[2] / "reference")
+WANTED_FUNCTIONS = ("softmax", "scaled_dot_product_attention", "multi_head_attention")
+OUTPUT_EXCERPT_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A loaded submission: the code to run, as one source (.py) or a list of cells (.ipynb)."""
+
+    path: Path
+    kind: str  # "py" or "ipynb"
+    sources: tuple[str, ...]
+
+
+#: given what the child found, pick (function name, probes) or None to stop after loading
+Planner = Callable[[RunInfo], "tuple[str, Sequence[Probe]] | None"]
+
+
+def forbidden_roots() -> list[str]:
+    roots = [str(p) for p in PACKAGE_ROOTS if p.is_dir()]
+    tests = PACKAGE_ROOTS[0].parent / "tests"
+    if (PACKAGE_ROOTS[0].parent / "pyproject.toml").is_file() and tests.is_dir():
+        roots.append(str(tests))
+    return roots
+
+
+def encode_calls(function: str, probes: Sequence[Probe]) -> bytes:
+    arrays: list[dict[str, Any]] = []
+    chunks: list[bytes] = []
+    offset = 0
+    calls = []
+    for index, probe in enumerate(probes):
+        local: dict[int, int] = {}
+        specs: list[dict[str, Any]] = []
+        for arg in probe.args:
+            if isinstance(arg, np.ndarray):
+                if id(arg) not in local:
+                    data = np.ascontiguousarray(arg).tobytes()
+                    local[id(arg)] = len(arrays)
+                    arrays.append({"dtype": arg.dtype.str, "shape": list(arg.shape),
+                                   "offset": offset, "nbytes": len(data)})
+                    chunks.append(data)
+                    offset += len(data)
+                specs.append({"array": local[id(arg)]})
+            else:
+                specs.append({"value": arg})
+        calls.append({"index": index, "args": specs, "repeat": probe.repeat})
+    header = {"type": "calls", "function": function, "calls": calls, "arrays": arrays}
+    return wire.encode(header, b"".join(chunks))
+
+
+def decode_arrays(header: dict[str, Any], blob: bytes) -> dict[str, np.ndarray]:
+    """The arrays of a result frame, checked field by field before any byte is interpreted."""
+    arrays = {}
+    for meta in header.get("arrays", []):
+        dtype, shape = meta.get("dtype"), meta.get("shape")
+        offset, nbytes = meta.get("offset"), meta.get("nbytes")
+        if dtype not in wire.ACCEPTED_DTYPES:
+            raise wire.ProtocolError(f"unexpected dtype {dtype!r}")
+        if not (isinstance(shape, list) and all(isinstance(s, int) and s >= 0 for s in shape)):
+            raise wire.ProtocolError("bad shape")
+        if not (isinstance(offset, int) and isinstance(nbytes, int) and offset >= 0):
+            raise wire.ProtocolError("bad offset")
+        expected = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        if nbytes != expected or offset + nbytes > len(blob):
+            raise wire.ProtocolError("array size does not match its shape")
+        array = np.frombuffer(blob, dtype=dtype, count=int(np.prod(shape, dtype=np.int64)),
+                              offset=offset).reshape(shape)
+        arrays[str(meta.get("role"))] = array
+    return arrays
+
+
+class _Child:
+    """One worker process and its two pipes."""
+
+    def __init__(self, submission: Submission, workdir: Path, logdir: Path, limits: Limits,
+                 attempt: int) -> None:
+        self.nonce = secrets.token_hex(16)
+        self.marker = secrets.token_hex(8)
+        self.limits = limits
+        request_read, self.request_write = os.pipe()
+        self.result_read, result_write = os.pipe()
+        self.stdout_path = logdir / f"stdout-{attempt}.txt"
+        self.spared = own_children()
+        with open(self.stdout_path, "wb") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", "-B", str(WORKER), str(request_read), str(result_write)],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=workdir,
+                env=child_environment(str(workdir), self.marker),
+                pass_fds=(request_read, result_write),
+                start_new_session=True,
+            )
+        os.close(request_read)
+        os.close(result_write)
+        self.reader = wire.FrameReader(limits.max_result_mb << 20)
+        self.pending: list[tuple[dict[str, Any], bytes]] = []
+        setup = {
+            "type": "setup",
+            "nonce": self.nonce,
+            "kind": submission.kind,
+            "sources": list(submission.sources),
+            "filename": str(workdir / submission.path.name),
+            "limits": limits.for_child(),
+            "forbidden_roots": forbidden_roots(),
+            "wanted": list(WANTED_FUNCTIONS),
+        }
+        self.send(wire.encode(setup))
+
+    def send(self, data: bytes) -> None:
+        def write_all() -> None:
+            view = memoryview(data)
+            try:
+                while view:
+                    view = view[os.write(self.request_write, view):]
+            except OSError:
+                pass
+
+        threading.Thread(target=write_all, daemon=True).start()
+
+    def next_frame(self, deadline: float) -> tuple[dict[str, Any], bytes] | None:
+        """The next frame of this run; None on timeout; EOFError when the child is gone."""
+        while not self.pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([self.result_read], [], [], remaining)
+            if not ready:
+                return None
+            data = os.read(self.result_read, 1 << 20)
+            if not data:
+                raise EOFError
+            self.pending.extend(self.reader.feed(data))
+        header, blob = self.pending.pop(0)
+        if header.get("nonce") != self.nonce:
+            raise wire.ProtocolError("frame without this run's nonce")
+        return header, blob
+
+    def death_kind(self) -> tuple[str, str]:
+        try:
+            code = self.process.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            return "crashed", "the submission's process stopped answering"
+        if code in (-signal.SIGXCPU, -signal.SIGKILL):
+            return "timeout", "the submission used up its CPU time"
+        if code < 0:
+            return "crashed", f"the submission's process was killed by {signal.Signals(-code).name}"
+        return "crashed", f"the submission's process exited with status {code} during the call"
+
+    def stop(self) -> None:
+        kill_run(self.process.pid, self.marker, self.spared)
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        for fd in (self.request_write, self.result_read):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _info_from_loaded(header: dict[str, Any], info: RunInfo) -> None:
+    info.defined_functions = tuple(str(f) for f in header.get("functions", []))[:200]
+    info.signatures = header.get("signatures") or {}
+    fatal = header.get("fatal")
+    if fatal:
+        info.fatal = GraderError(fatal.get("kind", "runtime-error"), str(fatal.get("message")))
+    for error in header.get("errors", [])[:20]:
+        kind = error.get("kind", "runtime-error")
+        info.cell_errors.append(f"{error.get('where')}: {error.get('message')}")
+        info.load_errors.append(GraderError(kind if kind in ("syntax-error", "timeout",
+                                                             "memory-limit") else "runtime-error",
+                                            f"{error.get('where')}: {error.get('message')}"))
+
+
+def _outcome(probe: Probe, header: dict[str, Any], blob: bytes) -> CallOutcome:
+    status = header.get("status")
+    if status != "ok":
+        kind = status if status in ("wrong-signature", "wrong-shape", "runtime-error",
+                                    "memory-limit", "timeout") else "runtime-error"
+        return CallOutcome(probe.id, kind, str(header.get("message", ""))[:2000])
+    arrays = decode_arrays(header, blob)
+    if "output" not in arrays:
+        raise wire.ProtocolError("result without output")
+    inputs = tuple(arrays[k] for k in sorted((k for k in arrays if k.startswith("input:")),
+                                             key=lambda k: int(k.split(":")[1])))
+    return CallOutcome(
+        probe.id,
+        output=arrays["output"],
+        weights=arrays.get("weights"),
+        repeat_output=arrays.get("repeat"),
+        inputs_after=inputs,
+        seconds=float(header.get("seconds", 0.0)),
+    )
+
+
+def run(submission: Submission, plan: Planner, limits: Limits = DEFAULT_LIMITS
+        ) -> tuple[RunInfo, list[CallOutcome]]:
+    """Load the submission in a child, let ``plan`` pick the calls, and run them."""
+    info = RunInfo()
+    layers = ["child-process", "new-session-kill", "rlimits", "scrubbed-environment",
+              "audit-hook-tripwire", "raw-array-channel"]
+    if become_subreaper():
+        layers.append("child-subreaper")
+    info.isolation = tuple(layers)
+    started = time.monotonic()
+    total_deadline = started + limits.total_seconds
+    base = Path(tempfile.mkdtemp(prefix="attention-grader-"))
+    workdir, logdir = base / "work", base / "log"
+    workdir.mkdir()
+    logdir.mkdir()
+    outcomes: dict[int, CallOutcome] = {}
+    tripped: list[str] = []
+    try:
+        planned: tuple[str, Sequence[Probe]] | None = None
+        attempt = 0
+        while True:
+            remaining = [i for i in range(len(planned[1])) if i not in outcomes] if planned else []
+            child = _Child(submission, workdir, logdir, limits, attempt)
+            try:
+                planned = _drive(child, info, plan, planned, remaining, outcomes, tripped,
+                                 limits, total_deadline, first=attempt == 0)
+            finally:
+                child.stop()
+            attempt += 1
+            if planned is None or len(outcomes) == len(planned[1]):
+                break
+            if attempt > limits.max_restarts or time.monotonic() >= total_deadline:
+                for i, probe in enumerate(planned[1]):
+                    if i not in outcomes:
+                        outcomes[i] = CallOutcome(probe.id, "timeout",
+                                                  "not run: the time budget was used up")
+                break
+        info.stdout = _excerpt(logdir)
+        if tripped:
+            info.forbidden = sorted(set(tripped))[:10]
+        probes = planned[1] if planned else []
+        return info, [outcomes[i] for i in range(len(probes))]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _drive(child: _Child, info: RunInfo, plan: Planner,
+           planned: tuple[str, Sequence[Probe]] | None, remaining: list[int],
+           outcomes: dict[int, CallOutcome], tripped: list[str], limits: Limits,
+           total_deadline: float, first: bool) -> tuple[str, Sequence[Probe]] | None:
+    """Talk to one child until it is done, hangs or dies; return the plan (made on first load)."""
+    import_deadline = min(time.monotonic() + limits.import_seconds, total_deadline)
+    try:
+        frame = child.next_frame(import_deadline)
+    except (EOFError, wire.ProtocolError):
+        frame = None
+        if first:
+            kind, message = child.death_kind()
+            info.fatal = GraderError(kind, message.replace("during the call", "while loading"))
+            return None
+    if frame is None:
+        if first:
+            info.fatal = GraderError(
+                "timeout", f"loading the submission took longer than {limits.import_seconds:g} s")
+            return None
+        for i in remaining:
+            outcomes[i] = CallOutcome(planned[1][i].id, "timeout",  # type: ignore[index]
+                                      "not run: loading the submission again timed out")
+        return planned
+    header, _ = frame
+    tripped.extend(str(t) for t in header.get("tripped", []))
+    if first:
+        _info_from_loaded(header, info)
+        planned = plan(info)
+        if planned is None:
+            return None
+        remaining = list(range(len(planned[1])))
+    assert planned is not None
+    function, probes = planned
+    child.send(encode_calls(function, [probes[i] for i in remaining]))
+    for position, index in enumerate(remaining):
+        deadline = min(time.monotonic() + limits.call_seconds, total_deadline)
+        try:
+            frame = child.next_frame(deadline)
+        except (EOFError, wire.ProtocolError) as exc:
+            if isinstance(exc, wire.ProtocolError):
+                kind, message = "crashed", f"the submission broke the result channel ({exc})"
+            else:
+                kind, message = child.death_kind()
+            outcomes[index] = CallOutcome(probes[index].id, kind, message)
+            return planned
+        if frame is None:
+            outcomes[index] = CallOutcome(
+                probes[index].id, "timeout",
+                f"the call did not return within {limits.call_seconds:g} s")
+            return planned
+        header, blob = frame
+        tripped.extend(str(t) for t in header.get("tripped", []))
+        if header.get("type") != "result" or header.get("index") != position:
+            outcomes[index] = CallOutcome(probes[index].id, "crashed",
+                                          "the submission broke the result channel")
+            return planned
+        try:
+            outcomes[index] = _outcome(probes[index], header, blob)
+        except wire.ProtocolError as exc:
+            outcomes[index] = CallOutcome(probes[index].id, "crashed",
+                                          f"the submission broke the result channel ({exc})")
+            return planned
+    return planned
+
+
+def _excerpt(logdir: Path) -> str:
+    parts = []
+    for path in sorted(logdir.glob("stdout-*.txt")):
+        with open(path, "rb") as handle:
+            parts.append(handle.read(OUTPUT_EXCERPT_BYTES))
+    text = b"".join(parts)[:OUTPUT_EXCERPT_BYTES].decode("utf-8", "replace")
+    return text

@@ -1,0 +1,405 @@
+"""The child process: runs the student's code and sends back raw arrays. It never scores anything.
+
+Started by ``grader.sandbox`` as ``python -I -B worker.py REQUEST_FD RESULT_FD``. It imports
+nothing of the grader package (``wire.py`` is loaded from its file, before any student code runs),
+limits itself, installs the tripwires, executes the submission, then calls the function on each
+probe the parent sends and answers with one frame per call.
+"""
+
+import builtins
+import ctypes
+import importlib.util
+import inspect
+import io
+import json
+import os
+import resource
+import signal
+import sys
+import time
+import traceback
+import types
+
+_here = os.path.dirname(os.path.abspath(__file__))
+_spec = importlib.util.spec_from_file_location("_ag_wire", os.path.join(_here, "wire.py"))
+wire = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(wire)
+
+import numpy as np  # noqa: E402  (after the wire module, before any student code)
+
+MAX_ELEMENTS = 1 << 22
+KEPT_OUTPUT_BYTES = 64 * 1024
+STUDENT_FILE_MARK = "submission"
+_student_files = {"<submission>"}
+_write = os.write
+_read = os.read
+_asarray = np.asarray
+_array = np.array
+_ndarray = np.ndarray
+_frombuffer = np.frombuffer
+_perf = time.perf_counter
+_monotonic = time.monotonic
+_encode = wire.encode
+
+
+class CellTimeout(BaseException):
+    """Raised in a notebook cell that runs past its time budget."""
+
+
+class _CappedStream(io.TextIOBase):
+    """sys.stdout/sys.stderr for the student: keeps the first bytes, drops the rest, never fails."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.kept = 0
+
+    def writable(self):
+        return True
+
+    def write(self, text):
+        if not isinstance(text, str):
+            text = str(text)
+        if self.kept < KEPT_OUTPUT_BYTES:
+            data = text.encode("utf-8", "replace")[: KEPT_OUTPUT_BYTES - self.kept]
+            self.kept += len(data)
+            try:
+                _write(self.fd, data)
+            except OSError:
+                self.kept = KEPT_OUTPUT_BYTES
+        return len(text)
+
+    def flush(self):
+        pass
+
+
+def read_exact(fd, count):
+    chunks = []
+    while count:
+        chunk = _read(fd, min(count, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        count -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(fd):
+    magic, header_len, blob_len = wire.PREFIX.unpack(read_exact(fd, wire.PREFIX.size))
+    if magic != wire.MAGIC:
+        raise EOFError
+    header = json.loads(read_exact(fd, header_len))
+    return header, read_exact(fd, blob_len)
+
+
+class Channel:
+    def __init__(self, fd, nonce):
+        self.fd = fd
+        self.nonce = nonce
+
+    def send(self, header, blob=b""):
+        header["nonce"] = self.nonce
+        data = _encode(header, blob)
+        view = memoryview(data)
+        while view:
+            written = _write(self.fd, view)
+            view = view[written:]
+
+
+def apply_limits(limits):
+    for name, value in (
+        ("RLIMIT_CORE", 0),
+        ("RLIMIT_AS", limits.get("memory_bytes")),
+        ("RLIMIT_FSIZE", limits.get("fsize_bytes")),
+        ("RLIMIT_NOFILE", limits.get("nofile")),
+    ):
+        if value:
+            try:
+                resource.setrlimit(getattr(resource, name), (value, value))
+            except (ValueError, OSError):
+                pass
+    cpu = limits.get("cpu_seconds")
+    if cpu:
+        try:
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 2))
+        except (ValueError, OSError):
+            pass
+    try:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    except (OSError, ValueError):
+        pass
+    try:  # die with the grader (Linux): an orphaned child must not live on
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def install_tripwires(forbidden_roots, allowed_files, forbidden_modules, tripped):
+    """Audit hook: record and refuse imports of the grader and reads of its files.
+
+    A tripwire, not a wall (CPython's audit hooks can be bypassed with ctypes); the wall is that
+    nothing in this process can compute a score.
+    """
+    roots = tuple(os.path.realpath(r) + os.sep for r in forbidden_roots)
+    allowed = frozenset(os.path.realpath(f) for f in allowed_files)
+    busy = [False]
+
+    def hook(event, args):
+        if busy[0]:
+            return
+        if event == "import":
+            name = str(args[0])
+            if name.split(".")[0] in forbidden_modules:
+                tripped.append(f"import of {name!r}")
+                raise ImportError(f"{name} is not available while grading")
+        elif event == "open" and roots:
+            path = args[0]
+            if isinstance(path, int) or path is None:
+                return
+            busy[0] = True
+            try:
+                real = os.path.realpath(os.fsdecode(path))
+            except (TypeError, ValueError, OSError):
+                return
+            finally:
+                busy[0] = False
+            if real.startswith(roots) and real not in allowed:
+                tripped.append(f"read of {real}")
+                raise PermissionError(f"{path!r} is not readable while grading")
+
+    sys.addaudithook(hook)
+
+
+def grader_stub():
+    """``grader`` inside the sandbox: ``from grader import check`` in a notebook does nothing."""
+    module = types.ModuleType("grader")
+
+    def check(*args, **kwargs):
+        print("(attention-grader: the notebook self-check is skipped while grading)")
+
+    module.check = check
+    return module
+
+
+def student_traceback(exc):
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if f.filename in _student_files or f.filename.startswith(f"<{STUDENT_FILE_MARK}")
+    ]
+    lines = traceback.format_list(frames[-4:])
+    text = "".join(lines) + "".join(traceback.format_exception_only(type(exc), exc))
+    return text[-2000:]
+
+
+def error_kind(exc):
+    if isinstance(exc, MemoryError):
+        return "memory-limit"
+    if isinstance(exc, CellTimeout):
+        return "timeout"
+    return "runtime-error"
+
+
+def execute_sources(setup, namespace):
+    """Run the .py file or the notebook's cells; return (fatal error, cell errors)."""
+    errors = []
+    is_notebook = setup["kind"] == "ipynb"
+    cell_seconds = setup["limits"].get("cell_seconds", 0)
+    for index, source in enumerate(setup["sources"]):
+        where = f"cell {index + 1}" if is_notebook else "the file"
+        filename = f"<{STUDENT_FILE_MARK} cell {index + 1}>" if is_notebook else setup["filename"]
+        try:
+            code = compile(source, filename, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as exc:
+            message = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            if not is_notebook:
+                return {"kind": "syntax-error", "message": message[-2000:]}, errors
+            errors.append({"kind": "syntax-error", "where": where, "message": message[-1000:]})
+            continue
+        if is_notebook and cell_seconds:
+            signal.setitimer(signal.ITIMER_REAL, cell_seconds)
+        try:
+            exec(code, namespace)
+        except CellTimeout:
+            errors.append({"kind": "timeout", "where": where,
+                           "message": f"{where} ran longer than {cell_seconds:g} s and was stopped"})
+        except BaseException as exc:  # noqa: BLE001 - a student cell may raise anything
+            errors.append({"kind": error_kind(exc), "where": where,
+                           "message": student_traceback(exc)})
+        finally:
+            if is_notebook and cell_seconds:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+    return None, errors
+
+
+def describe_functions(namespace, wanted):
+    functions = sorted(
+        name for name, value in list(namespace.items())
+        if not name.startswith("__") and callable(value) and not isinstance(value, type)
+    )[:200]
+    signatures = {}
+    for name in wanted:
+        value = namespace.get(name)
+        if callable(value):
+            try:
+                params = inspect.signature(value).parameters.values()
+                signatures[name] = [[p.name, str(p.kind), p.default is not p.empty]
+                                    for p in params]
+            except (TypeError, ValueError):
+                signatures[name] = None
+    return functions, signatures
+
+
+class WrongReturn(Exception):
+    pass
+
+
+def _plain_array(value):
+    if hasattr(value, "detach") and hasattr(value, "numpy"):  # torch tensors, incl. requires_grad
+        value = value.detach().cpu().numpy()
+    array = _array(value, copy=True, subok=False)
+    if type(array) is not _ndarray:
+        array = array.view(_ndarray)
+    if array.dtype.kind not in "biuf":
+        raise WrongReturn(f"returned an array of dtype {array.dtype}, not numbers")
+    if array.size > MAX_ELEMENTS or array.ndim > 16:
+        raise WrongReturn(f"returned an array of shape {array.shape}, far too large")
+    return np.ascontiguousarray(array)
+
+
+def to_arrays(value):
+    """Student return value -> (output, weights or None), both plain numeric ndarrays."""
+    if value is None:
+        raise WrongReturn("returned None (is a `return` statement missing?)")
+    if isinstance(value, (str, bytes, dict, set)):
+        raise WrongReturn(f"returned a {type(value).__name__}, not an array")
+    if isinstance(value, types.GeneratorType) or (
+        hasattr(value, "__next__") and not hasattr(value, "__array__")
+    ):
+        raise WrongReturn("returned a generator or iterator, not an array")
+    if isinstance(value, tuple):
+        if not value:
+            raise WrongReturn("returned an empty tuple")
+        weights = _plain_array(value[1]) if len(value) > 1 and value[1] is not None else None
+        return _plain_array(value[0]), weights
+    if isinstance(value, list):
+        try:
+            return _plain_array(value), None
+        except (ValueError, TypeError):
+            if value and len(value) <= 3:
+                weights = _plain_array(value[1]) if len(value) > 1 else None
+                return _plain_array(value[0]), weights
+            raise
+    return _plain_array(value), None
+
+
+def build_args(call, arrays, blob):
+    made = {}
+    args = []
+    for spec in call["args"]:
+        if "array" in spec:
+            index = spec["array"]
+            if index not in made:
+                meta = arrays[index]
+                raw = blob[meta["offset"] : meta["offset"] + meta["nbytes"]]
+                made[index] = _frombuffer(raw, dtype=meta["dtype"]).reshape(meta["shape"]).copy()
+            args.append(made[index])
+        else:
+            args.append(spec["value"])
+    return args, made
+
+
+def check_binding(function, args):
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(*args)
+    except TypeError as exc:
+        return f"cannot be called with {len(args)} positional arguments: {exc}"
+    return None
+
+
+def pack(parts):
+    """[(role, ndarray)] -> (array headers, blob)."""
+    headers, chunks, offset = [], [], 0
+    for role, array in parts:
+        data = array.tobytes()
+        headers.append({"role": role, "dtype": array.dtype.str, "shape": list(array.shape),
+                        "offset": offset, "nbytes": len(data)})
+        chunks.append(data)
+        offset += len(data)
+    return headers, b"".join(chunks)
+
+
+def run_call(function, call, arrays, blob):
+    args, made = build_args(call, arrays, blob)
+    problem = check_binding(function, args)
+    if problem:
+        return {"status": "wrong-signature", "message": problem}, []
+    started = _perf()
+    parts = []
+    try:
+        output, weights = to_arrays(function(*args))
+        parts.append(("output", output))
+        if weights is not None:
+            parts.append(("weights", weights))
+        if call.get("repeat"):
+            again, _ = to_arrays(function(*args))
+            parts.append(("repeat", again))
+    except WrongReturn as exc:
+        return {"status": "wrong-shape", "message": str(exc)}, []
+    except BaseException as exc:  # noqa: BLE001 - student code may raise anything, even SystemExit
+        message = student_traceback(exc)
+        if isinstance(exc, SystemExit):
+            message = f"the function called sys.exit({exc.code!r})"
+        return {"status": error_kind(exc), "message": message}, []
+    seconds = _perf() - started
+    for index, array in sorted(made.items()):
+        parts.append((f"input:{index}", _plain_array(array)))
+    return {"status": "ok", "seconds": seconds}, parts
+
+
+def main():
+    request_fd, result_fd = int(sys.argv[1]), int(sys.argv[2])
+    setup, _ = read_frame(request_fd)
+    channel = Channel(result_fd, setup["nonce"])
+    _student_files.add(setup["filename"])
+    apply_limits(setup["limits"])
+
+    def on_alarm(signum, frame):
+        raise CellTimeout()
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    tripped = []
+    sys.modules["grader"] = grader_stub()
+    install_tripwires(setup["forbidden_roots"], [os.path.abspath(__file__)],
+                      frozenset({"grader", "reference"}), tripped)
+    sys.stdout = _CappedStream(1)
+    sys.stderr = _CappedStream(2)
+    sys.stdin = io.StringIO("")
+    module = types.ModuleType(STUDENT_FILE_MARK)
+    module.__dict__.update({"__builtins__": builtins, "__file__": setup["filename"],
+                            "__name__": "__main__" if setup["kind"] == "ipynb" else "submission"})
+    sys.modules[STUDENT_FILE_MARK] = module
+    fatal, cell_errors = execute_sources(setup, module.__dict__)
+    functions, signatures = describe_functions(module.__dict__, setup["wanted"])
+    channel.send({"type": "loaded", "fatal": fatal, "errors": cell_errors,
+                  "functions": functions, "signatures": signatures, "tripped": list(tripped)})
+    try:
+        request, blob = read_frame(request_fd)
+    except EOFError:
+        return
+    function = module.__dict__.get(request["function"])
+    for call in request["calls"]:
+        answer, parts = run_call(function, call, request["arrays"], blob)
+        headers, payload = pack(parts)
+        answer.update({"type": "result", "index": call["index"], "arrays": headers,
+                       "tripped": list(tripped)})
+        channel.send(answer, payload)
+    channel.send({"type": "done", "tripped": list(tripped)})
+
+
+if __name__ == "__main__":
+    main()

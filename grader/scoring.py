@@ -1,0 +1,142 @@
+"""Checks and points (pure): the only place a score is computed, from the assignment's rubric.
+
+Reference checks compare the outputs of a group of probes with the reference (partial credit per
+probe), concept checks come from ``grader.concepts``, and two contract checks look at the inputs
+after the call and at a second call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from grader import concepts
+from grader.assignments import Assignment, rubric
+from grader.compare import mismatch_message, tolerance_for
+from grader.model import CallOutcome, CheckResult, Probe
+
+
+def _selected(selector: dict[str, list[str]], probe: Probe) -> bool:
+    return set(selector.get("all", [])) <= probe.tags and not set(selector.get("none", [])) & probe.tags
+
+
+def probe_mismatch(assignment: Assignment, probe: Probe, outcome: CallOutcome) -> str:
+    """Empty when the call matches the reference, else why not (first broken contract first)."""
+    if not outcome.ok:
+        return f"the call failed ({outcome.error_kind}): {outcome.message.strip().splitlines()[-1] if outcome.message else ''}"
+    assert outcome.output is not None
+    expected, expected_weights = assignment.reference(*probe.args)
+    large = "large" in probe.tags
+    message = mismatch_message(outcome.output, expected,
+                               tolerance_for(outcome.output, expected, large))
+    if message or outcome.weights is None or expected_weights is None:
+        return message
+    return mismatch_message(outcome.weights, expected_weights,
+                            tolerance_for(outcome.weights, expected_weights, large),
+                            what="returned weights")
+
+
+def _shape_text(assignment: Assignment, probe: Probe) -> str:
+    parts = []
+    for name, value in zip(assignment.arg_names, probe.args):
+        parts.append(f"{name} {tuple(value.shape)}" if isinstance(value, np.ndarray)
+                     else f"{name}={value!r}")
+    return ", ".join(parts)
+
+
+def _reference_check(spec: dict[str, Any], assignment: Assignment, probes: Sequence[Probe],
+                     outcomes: Sequence[CallOutcome], mismatches: list[str]) -> CheckResult:
+    chosen = [i for i, p in enumerate(probes) if _selected(spec["probes"], p)]
+    failing = [i for i in chosen if mismatches[i]]
+    points = spec["points"] * (len(chosen) - len(failing)) / max(1, len(chosen))
+    if not failing:
+        message = f"{len(chosen)} / {len(chosen)} probes match the reference."
+    else:
+        first = min(failing, key=lambda i: (probes[i].size, i))
+        message = (f"{len(chosen) - len(failing)} / {len(chosen)} probes match the reference. "
+                   f"Smallest failing probe '{probes[first].id}' "
+                   f"({_shape_text(assignment, probes[first])}): {mismatches[first]}")
+    bank = sorted({b for i in chosen for b in probes[i].question_bank})
+    return CheckResult(spec["id"], "reference", not failing, round(points, 4),
+                       float(spec["points"]), message, tuple(bank))
+
+
+def _inputs_unchanged(assignment: Assignment, probes: Sequence[Probe],
+                      outcomes: Sequence[CallOutcome]) -> tuple[bool, str]:
+    for probe, outcome in zip(probes, outcomes):
+        arrays = []
+        for value in probe.args:
+            if isinstance(value, np.ndarray) and all(value is not a for a in arrays):
+                arrays.append(value)
+        if outcome.ok and any(
+            before.shape != after.shape or not np.array_equal(before, after)
+            for before, after in zip(arrays, outcome.inputs_after)
+        ):
+            return False, f"the call on probe '{probe.id}' modified an input array in place."
+    return True, "no input array is modified."
+
+
+def _same_twice(probes: Sequence[Probe], outcomes: Sequence[CallOutcome]) -> tuple[bool, str]:
+    for probe, outcome in zip(probes, outcomes):
+        if probe.repeat:
+            if not outcome.ok or outcome.repeat_output is None:
+                return False, f"the call on probe '{probe.id}' failed."
+            assert outcome.output is not None
+            same = outcome.output.shape == outcome.repeat_output.shape and np.allclose(
+                outcome.output, outcome.repeat_output, rtol=1e-9, atol=1e-12, equal_nan=True)
+            return same, ("calling twice with the same arrays gives the same result." if same else
+                          "calling the function twice with the same arrays gave different "
+                          "results (state kept between calls, or inputs modified in place).")
+    return True, "not probed."
+
+
+def score_checks(assignment: Assignment, probes: Sequence[Probe],
+                 outcomes: Sequence[CallOutcome]) -> list[CheckResult]:
+    """Every check of the assignment's rubric, with its points."""
+    mismatches = [probe_mismatch(assignment, p, o) for p, o in zip(probes, outcomes)]
+    by_id = {p.id: (p, o) for p, o in zip(probes, outcomes)}
+    concept_verdicts = {c.id: (c, ok, msg) for c, ok, msg in concepts.evaluate(assignment.id, by_id)}
+    results: list[CheckResult] = []
+    any_output = any(o.ok for o in outcomes)
+    for spec in rubric(assignment.id)["checks"]:
+        check_id, points = spec["id"], float(spec["points"])
+        if spec["category"] == "reference":
+            results.append(_reference_check(spec, assignment, probes, outcomes, mismatches))
+            continue
+        if check_id == "returns-arrays":
+            ok_count = sum(o.ok for o in outcomes)
+            passed = ok_count == len(outcomes)
+            message = (f"{ok_count} / {len(outcomes)} calls returned a numeric array."
+                       + ("" if passed else " " + _first_failure(outcomes)))
+            earned = points * ok_count / max(1, len(outcomes))
+            results.append(CheckResult(check_id, "interface", passed, round(earned, 4), points,
+                                       message))
+            continue
+        if check_id == "inputs-unchanged":
+            passed, message = _inputs_unchanged(assignment, probes, outcomes)
+            passed = passed and any_output
+        elif check_id == "same-result-twice":
+            passed, message = _same_twice(probes, outcomes)
+        else:
+            concept, passed, message = concept_verdicts[check_id]
+            results.append(CheckResult(check_id, "probe", passed, points if passed else 0.0,
+                                       points, f"{concept.title}: {message}",
+                                       concept.question_bank))
+            continue
+        results.append(CheckResult(check_id, spec["category"], passed,
+                                   points if passed else 0.0, points, message))
+    return results
+
+
+def _first_failure(outcomes: Sequence[CallOutcome]) -> str:
+    for outcome in outcomes:
+        if not outcome.ok:
+            last = outcome.message.strip().splitlines()[-1] if outcome.message.strip() else ""
+            return f"First failure, probe '{outcome.probe_id}' ({outcome.error_kind}): {last}"
+    return ""
+
+
+def max_score(assignment: Assignment) -> float:
+    return float(sum(float(spec["points"]) for spec in rubric(assignment.id)["checks"]))

@@ -1,0 +1,460 @@
+"""THE misconception catalogue: one row per SPEC section 2 ID, the single place they are defined.
+
+Each row says what the misconception is (title, explanation in our own words, question-bank items)
+and which wrong choices of ``reference.variants`` produce it. Diagnosis is by behaviour only: a row
+is claimed when a recipe containing one of its variants explains the submission's outputs.
+
+Adding a misconception = adding a row here (and, if it needs a new wrong choice, a stage function in
+``reference.variants``) plus a test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+ASSIGNMENTS = ("softmax", "attention", "multi_head_attention")
+ATTN = ("attention",)
+MHA = ("multi_head_attention",)
+ATTN_MHA = ("attention", "multi_head_attention")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One wrong choice of one pipeline stage, in the assignments where it can occur."""
+
+    knob: str
+    choice: str
+    assignments: tuple[str, ...] = ATTN_MHA
+
+
+@dataclass(frozen=True)
+class Misconception:
+    id: str
+    title: str
+    explanation: str
+    question_bank: tuple[str, ...]
+    variants: tuple[Variant, ...]
+    #: evidence sentence; fields from ``grader.diagnose.probe_dims`` (d_k, sqrt_dk, m, ...)
+    fingerprint: str
+    #: wrong choices this one already explains, so they are not named twice
+    absorbs: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
+    #: probe tags on which a recipe containing this misconception is not compared
+    ignores: frozenset[str] = frozenset()
+    #: how it is detected when it has no variant: "input-mutation" or "batch"
+    detector: str = "variant"
+
+
+def _v(knob: str, *choices: str, only: tuple[str, ...] = ATTN_MHA) -> tuple[Variant, ...]:
+    return tuple(Variant(knob, c, only) for c in choices)
+
+
+_WRONG_PROJECTIONS = ("kqv", "qqv", "kkv", "qkk", "qkq", "qvk", "qqq", "qk-", "---")
+
+CATALOGUE: tuple[Misconception, ...] = (
+    Misconception(
+        "scale-by-dk",
+        "You divide the scores by d_k instead of sqrt(d_k)",
+        "A dot product of two d_k-dimensional vectors with unit-variance entries has variance d_k, "
+        "so its typical size (standard deviation) is sqrt(d_k). Dividing by sqrt(d_k) brings the "
+        "scores back to unit scale; dividing by d_k over-shrinks them and flattens the softmax "
+        "towards uniform weights. (Scaling Q and K each by 1/sqrt(d_k) has the same effect. Some "
+        "research code uses 1/d_k on purpose, but this assignment asks for 1/sqrt(d_k).)",
+        ("A-err-6", "B-11"),
+        _v("scale", "dk"),
+        "your scores are divided by d_k = {d_k}; the correct divisor is sqrt(d_k) = {sqrt_dk}",
+    ),
+    Misconception(
+        "no-scaling",
+        "You do not scale the scores by 1/sqrt(d_k)",
+        "Without the 1/sqrt(d_k) factor the spread of the scores grows with d_k, the softmax "
+        "saturates towards one-hot weights and its gradients vanish. The factor is part of "
+        "scaled dot-product attention, not an optional extra. (Keras' `layers.Attention` is "
+        "unscaled by default; if you followed it, that is where the difference comes from.)",
+        ("A-err-3", "A-edge-7", "B-27"),
+        _v("scale", "none"),
+        "your scores are not divided at all; the correct divisor is sqrt(d_k) = {sqrt_dk}",
+    ),
+    Misconception(
+        "scale-multiplied",
+        "You multiply the scores by sqrt(d_k) instead of dividing",
+        "The factor shrinks the scores: it is 1/sqrt(d_k). Multiplying by sqrt(d_k) makes the "
+        "spread d_k times too large and the softmax even sharper. This often comes from writing "
+        "`scores / scale` where `scale` already holds d_k ** -0.5.",
+        ("B-11", "B-27"),
+        _v("scale", "times_sqrt_dk"),
+        "your scores are multiplied by sqrt(d_k) = {sqrt_dk}; they should be divided by it",
+    ),
+    Misconception(
+        "scale-by-dv",
+        "You scale by sqrt(d_v), the value width, instead of sqrt(d_k)",
+        "The scale corrects the size of the dot product q.k, a sum over the d_k features of "
+        "queries and keys. The value width d_v plays no part in the scores; it only sets the "
+        "width of the output.",
+        ("B-6", "B-11"),
+        _v("scale", "sqrt_dv", only=ATTN),
+        "your scores are divided by sqrt(d_v) = {sqrt_dv}; the correct divisor is "
+        "sqrt(d_k) = {sqrt_dk}",
+    ),
+    Misconception(
+        "scale-after-softmax",
+        "You apply 1/sqrt(d_k) to the weights after the softmax",
+        "The scale belongs inside the softmax: it controls how sharp the distribution over keys "
+        "is. Multiplying the weights afterwards leaves the sharpness unchanged and makes every row "
+        "sum to 1/sqrt(d_k) instead of 1.",
+        ("B-1", "B-2"),
+        _v("scale", "after_softmax"),
+        "your weights sum to 1/sqrt(d_k) = {inv_sqrt_dk} per row; they should sum to 1",
+    ),
+    Misconception(
+        "softmax-over-queries",
+        "Your softmax runs over the queries, not over the keys",
+        "Each query gets its own probability distribution over the keys, so the softmax runs "
+        "along the last axis of the (..., n, m) score matrix: every row sums to 1. Normalising "
+        "down the columns makes the queries compete for each key instead. A hard-coded axis "
+        "(`axis=0` or `axis=1`) is a common cause: it is the key axis for one rank only.",
+        ("A-err-1", "B-2", "B-13"),
+        _v("normalize", "over_queries")
+        + _v("normalize", "axis0", "axis1", only=ATTN),
+        "the columns of your weights sum to 1 (over the n = {n} queries); the rows, over the "
+        "m = {m} keys, should",
+    ),
+    Misconception(
+        "softmax-global",
+        "You apply one softmax over the whole score matrix",
+        "The softmax is row-wise: one distribution over keys per query. A single softmax over "
+        "all scores makes unrelated queries compete with each other, and no row sums to 1.",
+        ("B-13",),
+        _v("normalize", "global", "global_all")
+        + _v("normalize", "global", only=("softmax",)),
+        "all entries of your result together sum to 1 instead of each row (slice) separately",
+    ),
+    Misconception(
+        "sum-normalization",
+        "You divide the raw scores by their sum instead of using softmax",
+        "Scores can be negative or sum to nearly zero, so dividing by their sum gives negative or "
+        "exploding 'weights'. The exponential in softmax makes every weight positive before the "
+        "normalisation; that is why attention uses softmax.",
+        ("A-why-2", "A-tf-2"),
+        _v("normalize", "sum", only=("softmax", "attention", "multi_head_attention")),
+        "your weights equal scores / sum(scores) (some are negative); softmax weights are "
+        "exp(score) / sum(exp(score))",
+        ignores=frozenset({"masked"}),
+    ),
+    Misconception(
+        "missing-normalization",
+        "You exponentiate the scores but never divide by the row sum",
+        "Softmax has two steps: exponentiate, then divide by the sum so the weights of each row "
+        "add up to 1. Without the division the output is a sum of values weighted by arbitrary "
+        "positive numbers, not a weighted average.",
+        ("A-tf-2", "B-2"),
+        _v("normalize", "exp_only", "exp_shifted_only", only=ASSIGNMENTS),
+        "your weights are exp(scores) without the division by their row sum",
+    ),
+    Misconception(
+        "unstable-softmax",
+        "Your softmax overflows for large scores (no max subtraction)",
+        "exp(x) overflows to inf for x above about 709 (88 in float32), and inf/inf is NaN. "
+        "Softmax is unchanged when you subtract a constant from every entry of a row, so "
+        "subtract the row's maximum before exponentiating: the largest exponent is then 0.",
+        ("B-10", "A-edge-2"),
+        _v("normalize", "unstable", only=ASSIGNMENTS),
+        "your result has NaN or inf for scores around {big}; with the row maximum subtracted "
+        "it is finite",
+    ),
+    Misconception(
+        "softmax-global-max",
+        "You subtract one global maximum instead of each row's maximum",
+        "Subtracting the same constant from a row does not change its softmax, but it must be "
+        "that row's own maximum: with one maximum for the whole array, a row whose scores all lie "
+        "far below it underflows to exp(...) = 0 everywhere and then divides 0 by 0.",
+        ("B-10",),
+        _v("normalize", "global_max", only=ASSIGNMENTS),
+        "a row whose scores lie far below the global maximum comes out as NaN (0/0)",
+    ),
+    Misconception(
+        "softmax-wrong-axis",
+        "Your softmax normalises along the wrong axis",
+        "`softmax(x, axis)` must make the slices along `axis` sum to 1. Your function normalises "
+        "along a different axis (for example it ignores the `axis` argument and always uses the "
+        "last one).",
+        ("A-err-1", "B-2"),
+        _v("axis", "last", "first", only=("softmax",)),
+        "asked for axis={axis}, your slices sum to 1 along another axis",
+    ),
+    Misconception(
+        "blend-keys",
+        "You blend the keys, not the values",
+        "Keys only decide how much each position counts (they are compared with the query); the "
+        "values carry the content that is averaged. The output is weights @ V, of width d_v.",
+        ("A-err-5", "B-21"),
+        _v("values", "k"),
+        "your output equals weights @ K (width d_k = {d_k}); it should be weights @ V "
+        "(width d_v = {d_v})",
+    ),
+    Misconception(
+        "scores-transposed",
+        "You compute K Q^T instead of Q K^T",
+        "Q K^T has one row per query and one column per key (n x m), so that the softmax over the "
+        "last axis gives each query a distribution over keys. K Q^T is its transpose (m x n): "
+        "queries and keys swap roles, which only runs at all when n = m.",
+        ("A-err-2", "B-12", "B-14"),
+        _v("scores", "kqt"),
+        "with n = m = {n} your weights are those of K Q^T (rows indexed by keys)",
+    ),
+    Misconception(
+        "mask-after-softmax",
+        "You zero the masked weights after softmax without renormalising",
+        "Masking belongs before the softmax (set the blocked scores to -inf, so exp gives exactly "
+        "0). Zeroing weights after the softmax leaves rows that no longer sum to 1. (Zeroing and "
+        "then dividing by the new row sum would be correct.)",
+        ("A-edge-6", "B-15"),
+        _v("mask", "after_softmax"),
+        "your masked weights are 0 but the remaining weights of a row sum to less than 1",
+    ),
+    Misconception(
+        "mask-zero-fill",
+        "You set masked scores to 0 instead of -inf",
+        "A score of 0 is an ordinary score: exp(0) = 1, so a masked key still gets weight. To "
+        "block a key its score must be -inf (or a very large negative number such as -1e9), so "
+        "that its weight is exactly 0.",
+        ("A-edge-6", "B-30"),
+        _v("mask", "zero_fill"),
+        "your masked keys still get weight: their scores were set to 0, not to -inf",
+    ),
+    Misconception(
+        "mask-inverted",
+        "Your mask blocks the keys marked True",
+        "In this assignment True means 'this query may attend to this key' (the convention of "
+        "PyTorch's `scaled_dot_product_attention` and Keras). You treated True as 'blocked', "
+        "which is the convention of `nn.MultiheadAttention`'s boolean `attn_mask` and "
+        "`key_padding_mask`: the maths is fine, the polarity is the other library's.",
+        ("A-edge-6", "B-15"),
+        _v("mask", "inverted"),
+        "the keys your mask blocks are exactly the ones marked True (allowed)",
+    ),
+    Misconception(
+        "mask-ignored",
+        "You accept a mask but never apply it",
+        "With a mask, blocked keys must get zero weight. Your output is the same with and without "
+        "the mask.",
+        ("A-edge-6",),
+        _v("mask", "ignored"),
+        "your output with the mask equals your output without it",
+    ),
+    Misconception(
+        "scale-by-dmodel",
+        "You scale by sqrt(d_model) instead of the per-head sqrt(d_k)",
+        "Each head attends in its own d_k = d_model / num_heads dimensional subspace, so its dot "
+        "products have variance d_k, and each head divides by its own sqrt(d_k). Dividing by "
+        "sqrt(d_model) over-shrinks every head's scores. (Popular lecture code scales by the "
+        "full channel count; that is the bug it taught.)",
+        ("A-err-7", "B-16"),
+        _v("scale", "sqrt_dmodel", only=MHA),
+        "your scores are divided by sqrt(d_model) = {sqrt_dmodel}; each head should divide by "
+        "sqrt(d_k) = {sqrt_dk} with d_k = d_model / num_heads = {d_k}",
+    ),
+    Misconception(
+        "heads-not-split",
+        "You run one attention over the full d_model instead of one per head",
+        "Multi-head attention splits the projected Q, K and V into num_heads slices of d_k "
+        "features and runs attention in each slice separately, so each head can attend to "
+        "different positions. One attention over all d_model features is a single head, whatever "
+        "scale it uses.",
+        ("A-tf-9", "A-why-4"),
+        _v("split", "none", only=MHA),
+        "your output equals a single attention over all d_model = {d_model} features; the "
+        "{h} heads should each attend separately",
+        absorbs=MappingProxyType({"scale": frozenset({"sqrt_dmodel"})}),
+    ),
+    Misconception(
+        "split-without-transpose",
+        "You split heads by a plain reshape, mixing tokens across heads",
+        "Reshaping (n, d_model) straight to (num_heads, n, d_k) does not cut each token's "
+        "features into heads: it regroups the flat memory, so a 'head' holds pieces of several "
+        "tokens. Reshape to (n, num_heads, d_k) first, then move the head axis before n.",
+        ("A-tf-9",),
+        _v("split", "reshape", only=MHA),
+        "your heads hold rows of the reshaped (n, d_model) memory rather than feature slices "
+        "of each token",
+    ),
+    Misconception(
+        "missing-output-projection",
+        "You never apply the output projection W_o",
+        "After the heads are concatenated, multi-head attention mixes them with the learned "
+        "output projection W_o. Without it the heads' outputs stay side by side and W_o is "
+        "never learned.",
+        ("A-tf-3", "A-tf-9"),
+        _v("output_projection", "none", only=MHA),
+        "your output equals the concatenated heads, without the final @ W_o",
+    ),
+    Misconception(
+        "wrong-projection",
+        "You project Q, K or V with the wrong matrix (or not at all)",
+        "Queries, keys and values are three different learned views of the input: Q = X_q @ W_q, "
+        "K = X_kv @ W_k, V = X_kv @ W_v. Reusing one matrix for another role, or skipping a "
+        "projection, makes the three roles collapse.",
+        ("A-tf-6", "A-why-7", "B-8"),
+        _v("proj_matrices", *_WRONG_PROJECTIONS, only=MHA),
+        "your output matches Q, K, V projected with {projection}",
+    ),
+    Misconception(
+        "projection-transposed",
+        "You project with X @ W.T instead of X @ W",
+        "Here the projections multiply on the right: Q = X_q @ W_q. `torch.nn.Linear` stores its "
+        "weight as (out, in) and computes x @ W.T; you followed that convention. With square "
+        "matrices both run, so only the values tell them apart.",
+        ("B-8",),
+        _v("projection", "transposed", "transposed_qkv", only=MHA),
+        "your output equals the one computed with every W transposed (the nn.Linear layout)",
+    ),
+    Misconception(
+        "key-not-transposed",
+        "You compute Q K instead of Q K^T",
+        "The score of query i and key j is the dot product of row i of Q with row j of K, which "
+        "is Q @ K^T (n x m). Q @ K only runs when K happens to be square (m = d_k), and then it "
+        "multiplies queries with columns of K, which are not keys.",
+        ("A-err-2", "B-12"),
+        _v("scores", "qk"),
+        "with m = d_k = {m} your scores are Q @ K, not Q @ K^T",
+    ),
+    Misconception(
+        "scale-by-seq-len",
+        "You scale by the square root of a sequence length instead of d_k",
+        "The scale depends on the feature width d_k = Q.shape[-1], not on how many queries or "
+        "keys there are. `K.shape[0]` or `K.shape[1]` is a sequence length (or the batch) "
+        "as soon as the inputs have a batch dimension; read d_k from the last axis.",
+        ("B-11", "B-19"),
+        _v("scale", "sqrt_m", "sqrt_n")
+        + _v("scale", "sqrt_k_shape0", "sqrt_k_shape1", only=ATTN),
+        "your scores are divided by the square root of a length (m = {m}, n = {n}); the correct "
+        "divisor is sqrt(d_k) = {sqrt_dk}",
+    ),
+    Misconception(
+        "mask-transposed",
+        "You apply the mask as (key, query) instead of (query, key)",
+        "mask[..., i, j] says whether query i may attend to key j: rows are queries, columns are "
+        "keys, like the score matrix. Transposing it (for a causal mask: attending to the "
+        "future instead of the past) blocks the wrong pairs.",
+        ("A-edge-6", "B-14"),
+        _v("mask", "transposed"),
+        "with n = m = {n} your weights follow mask.T instead of mask",
+    ),
+    Misconception(
+        "mask-as-additive-bias",
+        "You add the boolean mask to the scores instead of blocking masked keys",
+        "A boolean mask is not a bias: adding it (True = 1) raises the allowed scores by 1 and "
+        "leaves the blocked keys in play. Use it to select: blocked scores become -inf. "
+        "(Additive masks exist, but they hold 0 and -inf, and PyTorch treats a float mask "
+        "differently from a boolean one.)",
+        ("B-15", "B-30"),
+        _v("mask", "additive", "additive_before_scale"),
+        "your scores equal scores + mask (True counted as 1); blocked keys keep their weight",
+    ),
+    Misconception(
+        "scale-by-num-heads",
+        "You scale by sqrt(num_heads)",
+        "Each head divides its scores by sqrt(d_k), where d_k = d_model / num_heads is the "
+        "head's own width. The number of heads is not the width of a dot product.",
+        ("B-16",),
+        _v("scale", "sqrt_heads", only=MHA),
+        "your scores are divided by sqrt(num_heads) = {sqrt_h}; each head should divide by "
+        "sqrt(d_k) = {sqrt_dk}",
+    ),
+    Misconception(
+        "merge-without-transpose",
+        "You merge heads back by a plain reshape, mixing tokens",
+        "The heads come out as (..., num_heads, n, d_k). To concatenate each token's head "
+        "outputs, move the head axis back after n, (..., n, num_heads, d_k), and only then "
+        "reshape to (..., n, d_model). A plain reshape glues rows of different tokens together.",
+        ("A-tf-9",),
+        _v("merge", "reshape", only=MHA),
+        "your output rows mix several tokens of one head instead of all heads of one token",
+    ),
+    Misconception(
+        "kv-from-query-input",
+        "You project K and V from X_q instead of X_kv",
+        "In cross-attention the queries come from one sequence (X_q) and the keys and values from "
+        "the other (X_kv). Taking K and V from X_q turns every call into self-attention on X_q.",
+        ("A-tf-7", "B-22"),
+        _v("kv_source", "x_q", only=MHA),
+        "with X_q != X_kv your output equals self-attention on X_q",
+    ),
+    Misconception(
+        "mask-misbroadcast",
+        "Your (..., n, m) mask is aligned with the wrong axes of the (..., h, n, m) scores",
+        "The scores of multi-head attention have a head axis the mask does not have. Insert it "
+        "(mask[..., None, :, :]) so that every head of batch item b uses mask b. Broadcasting "
+        "the mask as it is lines its batch axis up with the head axis, which only runs when the "
+        "batch size equals the number of heads, and then gives head b the mask of item b.",
+        ("A-edge-6",),
+        _v("mask", "misbroadcast", only=MHA),
+        "with batch = num_heads = {h}, head b of every item uses the mask of item b",
+    ),
+    Misconception(
+        "mutates-input",
+        "Your function modifies an input array in place",
+        "Operations such as `Q /= np.sqrt(d_k)` or `scores[~mask] = ...` on a view of an input "
+        "write into the caller's array: calling the function twice, or using Q afterwards, gives "
+        "different results. Write `Q = Q / np.sqrt(d_k)` to get a new array.",
+        (),
+        (),
+        "after the call, {input} differs from what was passed in",
+        detector="input-mutation",
+    ),
+    Misconception(
+        "no-batch-support",
+        "Right on 2-D inputs, wrong or failing with leading batch dimensions",
+        "Inputs may carry leading batch (and head) dimensions, (..., n, d_k). Use operations that "
+        "act on the last two axes: `np.swapaxes(K, -1, -2)` or `K.swapaxes(-1, -2)` instead of "
+        "`K.T` (which reverses every axis), `axis=-1` instead of a fixed axis number, and "
+        "`shape[-1]` instead of `shape[1]`.",
+        ("B-20",),
+        _v("normalize", "axis0", "axis1", only=ATTN),
+        "on 2-D inputs you are right, but on {batched_shape} inputs you are not",
+        detector="batch",
+    ),
+)
+
+BY_ID: Mapping[str, Misconception] = MappingProxyType({m.id: m for m in CATALOGUE})
+
+
+def deviations(assignment: str) -> tuple[tuple[str, str], ...]:
+    """Every wrong (knob, choice) pair that can occur in ``assignment``, in catalogue order."""
+    seen: dict[tuple[str, str], None] = {}
+    for row in CATALOGUE:
+        for variant in row.variants:
+            if assignment in variant.assignments:
+                seen[(variant.knob, variant.choice)] = None
+    return tuple(seen)
+
+
+def ids_for(assignment: str, recipe: Mapping[str, str]) -> tuple[str, ...]:
+    """The misconception IDs that the wrong choices of ``recipe`` stand for, in catalogue order."""
+    chosen = set(recipe.items())
+    absorbed = {
+        (knob, choice)
+        for row in CATALOGUE
+        if any((v.knob, v.choice) in chosen for v in row.variants)
+        for knob, choices in row.absorbs.items()
+        for choice in choices
+    }
+    named = []
+    for row in CATALOGUE:
+        hits = {
+            (v.knob, v.choice)
+            for v in row.variants
+            if assignment in v.assignments and (v.knob, v.choice) in chosen
+        }
+        if hits - absorbed:
+            named.append(row.id)
+    return tuple(named)
+
+
+def ignored_tags(assignment: str, recipe: Mapping[str, str]) -> frozenset[str]:
+    """Probe tags on which ``recipe`` is not compared (see ``Misconception.ignores``)."""
+    tags: set[str] = set()
+    for row_id in ids_for(assignment, recipe):
+        tags |= BY_ID[row_id].ignores
+    return frozenset(tags)

@@ -1,0 +1,276 @@
+"""The computation of each assignment as a pipeline of stages, each stage with its buggy alternatives.
+
+A *recipe* maps a stage (a "knob") to one of its choices; a knob left out takes its correct choice,
+so the empty recipe is the reference. Buggy variants compose: a recipe with two wrong choices is a
+submission with two misconceptions. ``reference.catalogue`` says which misconception each wrong
+choice is; this module only computes.
+
+Every stage function is plain NumPy on float64, and never warns: overflow and 0/0 are part of what
+some variants (unstable softmax, global max) must reproduce.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+Array = NDArray[Any]
+Recipe = Mapping[str, str]
+
+CORRECT: dict[str, str] = {
+    # softmax assignment
+    "axis": "given",
+    # attention core (also inside every head of multi-head attention)
+    "scores": "qkt",
+    "scale": "sqrt_dk",
+    "mask": "where",
+    "normalize": "softmax",
+    "values": "v",
+    # multi-head attention
+    "projection": "right",
+    "proj_matrices": "qkv",
+    "kv_source": "x_kv",
+    "split": "transpose",
+    "merge": "transpose",
+    "output_projection": "w_o",
+}
+
+
+@dataclass(frozen=True)
+class Dims:
+    """The sizes a scale choice may (wrongly or rightly) divide by."""
+
+    n: int
+    m: int
+    d_k: int
+    d_v: int
+    k_shape0: int
+    k_shape1: int
+    d_model: int = 0
+    num_heads: int = 1
+
+
+def _swap(x: Array) -> Array:
+    return np.swapaxes(x, -1, -2)
+
+
+def _stable_softmax(s: Array, axis: int | tuple[int, ...] | None) -> Array:
+    e = np.exp(s - np.max(s, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _unshifted(s: Array, axis: int) -> Array:
+    e = np.exp(s)
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _global_max(s: Array, axis: int) -> Array:
+    e = np.exp(s - np.max(s))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+# normalize(scores, axis) -> weights; `axis` is the axis the submission is asked to normalise.
+NORMALIZE: dict[str, Callable[[Array, int], Array]] = {
+    "softmax": lambda s, a: _stable_softmax(s, a),
+    "over_queries": lambda s, a: _stable_softmax(s, -2),
+    "global": lambda s, a: _stable_softmax(s, (-2, -1)),
+    "global_all": lambda s, a: _stable_softmax(s, None),
+    "sum": lambda s, a: s / np.sum(s, axis=a, keepdims=True),
+    "exp_only": lambda s, a: np.exp(s),
+    "exp_shifted_only": lambda s, a: np.exp(s - np.max(s, axis=a, keepdims=True)),
+    "unstable": _unshifted,
+    "global_max": _global_max,
+    "axis0": lambda s, a: _stable_softmax(s, 0),
+    "axis1": lambda s, a: _stable_softmax(s, 1),
+}
+
+SCORES: dict[str, Callable[[Array, Array], Array]] = {
+    "qkt": lambda q, k: q @ _swap(k),
+    "kqt": lambda q, k: k @ _swap(q),
+    "qk": lambda q, k: q @ k,
+}
+
+# scale choice -> factor the scores are multiplied by (before softmax)
+SCALE: dict[str, Callable[[Dims], float]] = {
+    "sqrt_dk": lambda d: 1 / np.sqrt(d.d_k),
+    "dk": lambda d: 1 / d.d_k,
+    "none": lambda d: 1.0,
+    "times_sqrt_dk": lambda d: float(np.sqrt(d.d_k)),
+    "sqrt_dv": lambda d: 1 / np.sqrt(d.d_v),
+    "after_softmax": lambda d: 1.0,
+    "sqrt_m": lambda d: 1 / np.sqrt(d.m),
+    "sqrt_n": lambda d: 1 / np.sqrt(d.n),
+    "sqrt_k_shape0": lambda d: 1 / np.sqrt(d.k_shape0),
+    "sqrt_k_shape1": lambda d: 1 / np.sqrt(d.k_shape1),
+    "sqrt_dmodel": lambda d: 1 / np.sqrt(d.d_model),
+    "sqrt_heads": lambda d: 1 / np.sqrt(d.num_heads),
+}
+
+_BLOCKED = -np.inf
+
+# mask choice applied to the scaled scores (post-softmax and additive choices handled in the pipeline)
+MASK_SCORES: dict[str, Callable[[Array, Array], Array]] = {
+    "where": lambda s, mask: np.where(mask, s, _BLOCKED),
+    "zero_fill": lambda s, mask: np.where(mask, s, 0.0),
+    "inverted": lambda s, mask: np.where(mask, _BLOCKED, s),
+    "ignored": lambda s, mask: s,
+    "transposed": lambda s, mask: np.where(_swap(mask), s, _BLOCKED),
+    "additive": lambda s, mask: s + mask,
+    "additive_before_scale": lambda s, mask: s,
+    "after_softmax": lambda s, mask: s,
+    "misbroadcast": lambda s, mask: np.where(mask, s, _BLOCKED),
+}
+
+
+def _choice(recipe: Recipe, knob: str) -> str:
+    return recipe.get(knob, CORRECT[knob])
+
+
+def attention_core(
+    recipe: Recipe, q: Array, k: Array, v: Array, mask: Array | None, dims: Dims
+) -> tuple[Array, Array]:
+    """Scores, scale, mask, normalise, blend: the attention computation with the recipe's choices."""
+    mask_choice = _choice(recipe, "mask")
+    scale_choice = _choice(recipe, "scale")
+    scores = SCORES[_choice(recipe, "scores")](q, k)
+    if mask is not None and mask_choice == "additive_before_scale":
+        scores = scores + mask
+    scores = scores * SCALE[scale_choice](dims)
+    if mask is not None:
+        scores = MASK_SCORES[mask_choice](scores, mask)
+    weights = NORMALIZE[_choice(recipe, "normalize")](scores, -1)
+    if scale_choice == "after_softmax":
+        weights = weights / np.sqrt(dims.d_k)
+    if mask is not None and mask_choice == "after_softmax":
+        weights = np.where(mask, weights, 0.0)
+    blended = v if _choice(recipe, "values") == "v" else k
+    return weights @ blended, weights
+
+
+def attention(
+    recipe: Recipe, Q: Array, K: Array, V: Array, mask: Array | None = None
+) -> tuple[Array, Array]:
+    """The ``attention`` assignment under ``recipe``."""
+    dims = Dims(
+        n=Q.shape[-2],
+        m=K.shape[-2],
+        d_k=Q.shape[-1],
+        d_v=V.shape[-1],
+        k_shape0=K.shape[0],
+        k_shape1=K.shape[1],
+    )
+    with np.errstate(all="ignore"):
+        return attention_core(recipe, Q, K, V, mask, dims)
+
+
+def softmax(recipe: Recipe, x: Array, axis: int = -1) -> Array:
+    """The ``softmax`` assignment under ``recipe``."""
+    axis_choice = _choice(recipe, "axis")
+    used_axis = {"given": axis, "last": -1, "first": 0}[axis_choice]
+    normalize = _choice(recipe, "normalize")
+    with np.errstate(all="ignore"):
+        if normalize == "global":
+            return _stable_softmax(x, None)
+        return NORMALIZE[normalize](x, used_axis)
+
+
+_PROJECTIONS: dict[str, tuple[int, int, int]] = {
+    # which of (W_q, W_k, W_v) projects Q, K and V; -1 means no projection at all
+    "qkv": (0, 1, 2),
+    "kqv": (1, 0, 2),
+    "qqv": (0, 0, 2),
+    "kkv": (1, 1, 2),
+    "qkk": (0, 1, 1),
+    "qkq": (0, 1, 0),
+    "qvk": (0, 2, 1),
+    "qqq": (0, 0, 0),
+    "qk-": (0, 1, -1),
+    "---": (-1, -1, -1),
+}
+PROJECTION_CHOICES = tuple(_PROJECTIONS)
+
+
+def _split(x: Array, num_heads: int, how: str) -> Array:
+    *batch, n, d_model = x.shape
+    d_k = d_model // num_heads
+    if how == "transpose":
+        return np.swapaxes(x.reshape(*batch, n, num_heads, d_k), -2, -3)
+    if how == "reshape":
+        return x.reshape(*batch, num_heads, n, d_k)
+    raise ValueError(how)
+
+
+def _merge(x: Array, how: str) -> Array:
+    *batch, num_heads, n, d_k = x.shape
+    if how == "transpose":
+        x = np.swapaxes(x, -2, -3)
+    return x.reshape(*batch, n, num_heads * d_k)
+
+
+def multi_head_attention(
+    recipe: Recipe,
+    X_q: Array,
+    X_kv: Array,
+    W_q: Array,
+    W_k: Array,
+    W_v: Array,
+    W_o: Array,
+    num_heads: int,
+    mask: Array | None = None,
+) -> tuple[Array, None]:
+    """The ``multi_head_attention`` assignment under ``recipe``."""
+    with np.errstate(all="ignore"):
+        return _multi_head(recipe, X_q, X_kv, (W_q, W_k, W_v, W_o), num_heads, mask), None
+
+
+def _multi_head(
+    recipe: Recipe,
+    x_q: Array,
+    x_kv: Array,
+    weights: tuple[Array, Array, Array, Array],
+    num_heads: int,
+    mask: Array | None,
+) -> Array:
+    transposed = _choice(recipe, "projection")
+    if transposed != "right":
+        weights = tuple(
+            w.T if (transposed == "transposed" or i < 3) else w for i, w in enumerate(weights)
+        )  # type: ignore[assignment]
+    source = x_q if _choice(recipe, "kv_source") == "x_q" else x_kv
+    picks = _PROJECTIONS[_choice(recipe, "proj_matrices")]
+    inputs = (x_q, source, source)
+    q, k, v = (x if pick < 0 else x @ weights[pick] for x, pick in zip(inputs, picks))
+    d_model = x_q.shape[-1]
+    split = _choice(recipe, "split")
+    dims = Dims(
+        n=q.shape[-2],
+        m=k.shape[-2],
+        d_k=d_model // num_heads,
+        d_v=d_model // num_heads,
+        k_shape0=k.shape[0],
+        k_shape1=k.shape[1],
+        d_model=d_model,
+        num_heads=num_heads,
+    )
+    if split == "none":
+        merged, _ = attention_core(recipe, q, k, v, mask, dims)
+    else:
+        head_mask = mask
+        if mask is not None and _choice(recipe, "mask") != "misbroadcast":
+            head_mask = np.expand_dims(mask, -3)
+        heads, _ = attention_core(
+            recipe,
+            _split(q, num_heads, split),
+            _split(k, num_heads, split),
+            _split(v, num_heads, split),
+            head_mask,
+            dims,
+        )
+        merged = _merge(heads, _choice(recipe, "merge"))
+    if _choice(recipe, "output_projection") == "none":
+        return merged
+    return merged @ weights[3]
