@@ -6,26 +6,30 @@ import difflib
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from grader import __version__, load, sandbox
-from grader.assignments import ASSIGNMENTS, INFERENCE_ORDER, Assignment
-from grader.diagnose import diagnose
-from grader.model import CallOutcome, GraderError, Probe, RunInfo
-from grader.probes import DEFAULT_SEED, build_probes
-from grader.report import build, call_errors
+from grader.model import DEFAULT_SEED, FUNCTIONS, INFERENCE_ORDER, GraderError, Probe, RunInfo
 from grader.sandbox.limits import DEFAULT_LIMITS, Limits
-from grader.scoring import max_score, score_checks
 
-FUNCTION_NAMES = {a.function: a.id for a in ASSIGNMENTS.values()}
+if TYPE_CHECKING:
+    from grader.assignments import Assignment
+    from grader.model import CallOutcome
+
+
+
+def _import_numeric_stages() -> None:
+    """NumPy and the numeric stages; called while the child starts (see ``sandbox.run``)."""
+    import grader.diagnose
+    import grader.probes
+    import grader.report
+    import grader.scoring  # noqa: F401
 
 
 def infer_assignment(names: Sequence[str]) -> str | None:
     """The most advanced assignment whose function the submission defines."""
     for assignment_id in INFERENCE_ORDER:
-        if ASSIGNMENTS[assignment_id].function in names:
+        if FUNCTIONS[assignment_id] in names:
             return assignment_id
     return None
 
@@ -77,14 +81,15 @@ def grade(path: str | Path, *, assignment: str | None = None, seed: int = DEFAUL
         chosen_holder["id"] = chosen
         if info.fatal is not None or chosen is None:
             return None
-        spec = ASSIGNMENTS[chosen]
-        if spec.function not in info.defined_functions:
+        if FUNCTIONS[chosen] not in info.defined_functions:
             return None
+        from grader.probes import build_probes
+
         probes = build_probes(chosen, seed)
         chosen_holder["probes"] = probes
-        return spec.function, probes
+        return FUNCTIONS[chosen], probes
 
-    info, outcomes = sandbox.run(submission, plan, limits)
+    info, outcomes = sandbox.run(submission, plan, limits, prepare=_import_numeric_stages)
     metadata["isolation"] = list(info.isolation)
     if info.stdout:
         metadata["stdout"] = info.stdout[:2000]
@@ -98,11 +103,12 @@ def grade(path: str | Path, *, assignment: str | None = None, seed: int = DEFAUL
     if info.fatal is not None:
         return finish(_error_report(chosen or "unknown", [info.fatal, *load_errors], metadata))
     if chosen is None or "probes" not in chosen_holder:
-        wanted = [ASSIGNMENTS[chosen].function] if chosen else [
-            ASSIGNMENTS[a].function for a in INFERENCE_ORDER]
+        wanted = [FUNCTIONS[chosen]] if chosen else [FUNCTIONS[a] for a in INFERENCE_ORDER]
         error = GraderError("missing-function",
                             missing_function_message(wanted, info.defined_functions))
         return finish(_error_report(chosen or "unknown", [error, *load_errors], metadata))
+    from grader.assignments import ASSIGNMENTS
+
     spec = ASSIGNMENTS[chosen]
     metadata["function"] = spec.function
     return finish(evaluate(spec, chosen_holder["probes"], outcomes, load_errors, metadata))
@@ -111,6 +117,10 @@ def grade(path: str | Path, *, assignment: str | None = None, seed: int = DEFAUL
 def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
              load_errors: Sequence[GraderError], metadata: dict[str, Any]) -> dict[str, Any]:
     """Diagnose and score the outcomes of the calls (pure: arrays in, report out)."""
+    from grader.diagnose import diagnose
+    from grader.report import build, call_errors
+    from grader.scoring import max_score, score_checks
+
     metadata["probes"] = len(probes)
     if not any(o.ok for o in outcomes) and all(
         o.error_kind == "wrong-signature" for o in outcomes
@@ -128,7 +138,9 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
                  findings=diagnosis.findings, checks=checks, errors=errors, metadata=metadata)
 
 
-def _reference_output(spec: Assignment, probe: Probe) -> np.ndarray | None:
+def _reference_output(spec: Assignment, probe: Probe) -> Any:
+    import numpy as np
+
     try:
         out, _ = spec.reference(*probe.args)
         return np.asarray(out)
@@ -138,6 +150,12 @@ def _reference_output(spec: Assignment, probe: Probe) -> np.ndarray | None:
 
 def _error_report(assignment_id: str, errors: Sequence[GraderError],
                   metadata: dict[str, Any]) -> dict[str, Any]:
-    total = max_score(ASSIGNMENTS[assignment_id]) if assignment_id in ASSIGNMENTS else 10.0
+    from grader.report import build
+
+    total = 10.0
+    if assignment_id in FUNCTIONS:
+        from grader.assignments import rubric
+
+        total = float(rubric(assignment_id)["max_score"])
     return build(assignment=assignment_id, status="error", score=0.0, max_score=total,
                  errors=errors, metadata=metadata)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import reference
-from grader.model import Array
+from grader.model import FUNCTIONS, INFERENCE_ORDER, Array
 from reference import variants
 
 Outputs = tuple[Array, "Array | None"]
@@ -48,7 +48,7 @@ def _mha_reference(*args: Any) -> Outputs:
 ASSIGNMENTS: dict[str, Assignment] = {
     "softmax": Assignment(
         "softmax",
-        "softmax",
+        FUNCTIONS["softmax"],
         "softmax(x, axis=-1)",
         ("x", "axis"),
         _softmax_reference,
@@ -57,7 +57,7 @@ ASSIGNMENTS: dict[str, Assignment] = {
     ),
     "attention": Assignment(
         "attention",
-        "scaled_dot_product_attention",
+        FUNCTIONS["attention"],
         "scaled_dot_product_attention(Q, K, V, mask=None)",
         ("Q", "K", "V", "mask"),
         reference.scaled_dot_product_attention,
@@ -66,7 +66,7 @@ ASSIGNMENTS: dict[str, Assignment] = {
     ),
     "multi_head_attention": Assignment(
         "multi_head_attention",
-        "multi_head_attention",
+        FUNCTIONS["multi_head_attention"],
         "multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o, num_heads, mask=None)",
         ("X_q", "X_kv", "W_q", "W_k", "W_v", "W_o", "num_heads", "mask"),
         _mha_reference,
@@ -75,8 +75,7 @@ ASSIGNMENTS: dict[str, Assignment] = {
     ),
 }
 
-#: when a submission defines several assignment functions, the most advanced one is graded
-INFERENCE_ORDER = ("multi_head_attention", "attention", "softmax")
+__all__ = ["ASSIGNMENTS", "INFERENCE_ORDER", "Assignment", "rubric"]
 
 
 _SOURCE_TREE = Path(__file__).resolve().parents[1] / "assignments"

@@ -13,9 +13,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from grader.model import Array, Probe
+from grader.model import DEFAULT_SEED, Array, Probe
 
-DEFAULT_SEED = 0
 STABILITY_OFFSET = 1.0e4
 UNDERFLOW_OFFSETS = (0.0, -1500.0, -3000.0)
 

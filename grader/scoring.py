@@ -139,4 +139,4 @@ def _first_failure(outcomes: Sequence[CallOutcome]) -> str:
 
 
 def max_score(assignment: Assignment) -> float:
-    return float(sum(float(spec["points"]) for spec in rubric(assignment.id)["checks"]))
+    return round(sum(float(spec["points"]) for spec in rubric(assignment.id)["checks"]), 4)

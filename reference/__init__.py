@@ -4,7 +4,7 @@ The grader computes these in its own process; student code never sees this packa
 """
 
 from reference.attention import scaled_dot_product_attention
-from reference.multi_head import multi_head_attention, merge_heads, split_heads
+from reference.multi_head import merge_heads, multi_head_attention, split_heads
 from reference.softmax import softmax
 
 __all__ = [

@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from grader.model import CallOutcome, GraderError, Probe, RunInfo
 from grader.sandbox import wire
 from grader.sandbox.limits import (
@@ -66,6 +64,8 @@ def forbidden_roots() -> list[str]:
 
 
 def encode_calls(function: str, probes: Sequence[Probe]) -> bytes:
+    import numpy as np
+
     arrays: list[dict[str, Any]] = []
     chunks: list[bytes] = []
     offset = 0
@@ -90,8 +90,10 @@ def encode_calls(function: str, probes: Sequence[Probe]) -> bytes:
     return wire.encode(header, b"".join(chunks))
 
 
-def decode_arrays(header: dict[str, Any], blob: bytes) -> dict[str, np.ndarray]:
+def decode_arrays(header: dict[str, Any], blob: bytes) -> dict[str, Any]:
     """The arrays of a result frame, checked field by field before any byte is interpreted."""
+    import numpy as np
+
     arrays = {}
     for meta in header.get("arrays", []):
         dtype, shape = meta.get("dtype"), meta.get("shape")
@@ -238,9 +240,13 @@ def _outcome(probe: Probe, header: dict[str, Any], blob: bytes) -> CallOutcome:
     )
 
 
-def run(submission: Submission, plan: Planner, limits: Limits = DEFAULT_LIMITS
-        ) -> tuple[RunInfo, list[CallOutcome]]:
-    """Load the submission in a child, let ``plan`` pick the calls, and run them."""
+def run(submission: Submission, plan: Planner, limits: Limits = DEFAULT_LIMITS,
+        prepare: Callable[[], object] | None = None) -> tuple[RunInfo, list[CallOutcome]]:
+    """Load the submission in a child, let ``plan`` pick the calls, and run them.
+
+    ``prepare`` runs in this process right after the first child starts, so that slow imports
+    here overlap with the child's start-up.
+    """
     info = RunInfo()
     layers = ["child-process", "new-session-kill", "rlimits", "scrubbed-environment",
               "audit-hook-tripwire", "raw-array-channel"]
@@ -261,6 +267,8 @@ def run(submission: Submission, plan: Planner, limits: Limits = DEFAULT_LIMITS
         while True:
             remaining = [i for i in range(len(planned[1])) if i not in outcomes] if planned else []
             child = _Child(submission, workdir, logdir, limits, attempt)
+            if prepare is not None and attempt == 0:
+                prepare()
             try:
                 planned = _drive(child, info, plan, planned, remaining, outcomes, tripped,
                                  limits, total_deadline, first=attempt == 0)

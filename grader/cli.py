@@ -1,0 +1,200 @@
+"""The command line (SPEC section 3): arguments in, one call into the API, rendered report out."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from grader.model import DEFAULT_SEED, FUNCTIONS
+from grader.sandbox.limits import DEFAULT_LIMITS, Limits
+
+ASSIGNMENT_IDS = sorted(FUNCTIONS)
+
+FORMATS = ("json", "text", "gradescope", "github", "markdown")
+SEED_VARIABLE = "ATTENTION_GRADER_SEED"
+
+
+def _seed(value: int | None) -> int:
+    if value is not None:
+        return value
+    from_env = os.environ.get(SEED_VARIABLE, "").strip()
+    if from_env:
+        try:
+            return int(from_env)
+        except ValueError:
+            raise click.UsageError(f"{SEED_VARIABLE}={from_env!r} is not an integer.") from None
+    return DEFAULT_SEED
+
+
+def _limits(timeout: float | None, import_timeout: float | None, total_timeout: float | None,
+            memory_mb: int | None) -> Limits:
+    changes: dict[str, Any] = {}
+    if timeout is not None:
+        changes["call_seconds"] = timeout
+    if import_timeout is not None:
+        changes["import_seconds"] = import_timeout
+    if total_timeout is not None:
+        changes["total_seconds"] = total_timeout
+    if memory_mb is not None:
+        changes["memory_mb"] = memory_mb
+    return Limits(**{**DEFAULT_LIMITS.as_dict(), **changes})  # type: ignore[arg-type]
+
+
+def write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+_submission_argument = click.argument(
+    "submission", type=click.Path(exists=True, dir_okay=False, readable=True, path_type=Path))
+_assignment_option = click.option(
+    "--assignment", "-a", type=click.Choice(ASSIGNMENT_IDS), default=None,
+    help="Assignment ID; inferred from the functions the submission defines when omitted.")
+
+
+def _grading_options(function: Any) -> Any:
+    options = [
+        click.option("--seed", type=int, default=None,
+                     help=f"Probe seed (default {DEFAULT_SEED}, or ${SEED_VARIABLE}). Another "
+                          "seed gives hidden probes with new values."),
+        click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+                     default=None, help="Write the report to FILE instead of stdout."),
+        click.option("--fail-under", type=float, default=None,
+                     help="Exit with status 1 when the score is below SCORE."),
+        click.option("--timeout", type=click.FloatRange(min=0.1), default=None,
+                     help=f"Seconds per call (default {DEFAULT_LIMITS.call_seconds:g})."),
+        click.option("--import-timeout", type=click.FloatRange(min=0.1), default=None,
+                     help="Seconds to load the submission (default "
+                          f"{DEFAULT_LIMITS.import_seconds:g})."),
+        click.option("--total-timeout", type=click.FloatRange(min=0.5), default=None,
+                     help=f"Seconds for everything (default {DEFAULT_LIMITS.total_seconds:g})."),
+        click.option("--memory-mb", type=click.IntRange(min=256), default=None,
+                     help=f"Address-space limit of the child (default {DEFAULT_LIMITS.memory_mb})."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def _grade_and_emit(submission: Path, assignment: str | None, fmt: str, output: Path | None,
+                    seed: int | None, fail_under: float | None, timeout: float | None,
+                    import_timeout: float | None, total_timeout: float | None,
+                    memory_mb: int | None) -> None:
+    from grader.api import grade
+    from grader.render import RENDERERS
+
+    report = grade(submission, assignment=assignment, seed=_seed(seed),
+                   limits=_limits(timeout, import_timeout, total_timeout, memory_mb))
+    text = RENDERERS[fmt](report)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        write_atomically(output, text)
+    if fail_under is not None and report["score"] < fail_under:
+        sys.exit(1)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="attention-grader")
+def main() -> None:
+    """Grade attention implementations and name the misconceptions behind wrong answers."""
+
+
+@main.command()
+@_submission_argument
+@_assignment_option
+@click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="json",
+              show_default=True, help="Report format.")
+@_grading_options
+def grade(submission: Path, assignment: str | None, fmt: str, **options: Any) -> None:
+    """Grade one .py file or .ipynb notebook and write the report."""
+    _grade_and_emit(submission, assignment, fmt, **options)
+
+
+@main.command()
+@_submission_argument
+@_assignment_option
+@click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="text",
+              show_default=True, help="Report format.")
+@_grading_options
+def check(submission: Path, assignment: str | None, fmt: str, **options: Any) -> None:
+    """Self-check: the same grading as `grade`, as readable text."""
+    _grade_and_emit(submission, assignment, fmt, **options)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--assignment", "-a", type=click.Choice(ASSIGNMENT_IDS), required=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder for one report per submission plus summary.csv and summary.json.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Submissions graded at once (default: the number of CPUs).")
+@click.option("--seed", type=int, default=None, help="Probe seed, as for `grade`.")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=None, help="Seconds per call.")
+def batch(paths: tuple[str, ...], assignment: str, out_dir: Path, jobs: int | None,
+          seed: int | None, timeout: float | None) -> None:
+    """Grade many submissions (files, folders or globs), one report each, plus a summary."""
+    from grader.batch import find_submissions, run_batch
+
+    submissions = find_submissions(paths)
+    if not submissions:
+        raise click.UsageError("no .py or .ipynb submissions found in the given paths.")
+    limits = _limits(timeout, None, None, None)
+    summary = run_batch(submissions, assignment, out_dir, jobs=jobs or os.cpu_count() or 1,
+                        seed=_seed(seed), limits=limits, progress=click.echo)
+    click.echo(f"graded {len(summary)} submissions; reports in {out_dir}")
+
+
+@main.command()
+def assignments() -> None:
+    """List the assignments and their function signatures."""
+    from grader.assignments import ASSIGNMENTS
+
+    for spec in ASSIGNMENTS.values():
+        click.echo(f"{spec.id:22} {spec.signature}\n{'':22} {spec.summary}")
+
+
+@main.command()
+def schema() -> None:
+    """Print the JSON Schema every report follows."""
+    from grader.report import schema as report_schema
+
+    click.echo(json.dumps(report_schema(), indent=2))
+
+
+@main.command()
+@click.argument("misconception_id")
+def explain(misconception_id: str) -> None:
+    """Explain one misconception ID."""
+    from reference.catalogue import BY_ID
+
+    row = BY_ID.get(misconception_id)
+    if row is None:
+        import difflib
+
+        close = difflib.get_close_matches(misconception_id, list(BY_ID), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise click.UsageError(f"unknown misconception {misconception_id!r}.{hint}")
+    assignments_of = sorted({a for v in row.variants for a in v.assignments}) or ["all"]
+    click.echo(f"{row.id}: {row.title}\n")
+    click.echo(row.explanation + "\n")
+    click.echo(f"Assignments: {', '.join(assignments_of)}")
+    if row.question_bank:
+        click.echo(f"Question bank: {', '.join(row.question_bank)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""Gradescope's autograder ``results.json`` (one test per check, misconceptions as tags)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from grader.render import markdown
+
+
+def render(report: dict[str, Any]) -> str:
+    tags = [m["id"] for m in report["misconceptions"]]
+    tests = []
+    for check in report["checks"]:
+        tests.append({
+            "name": check["id"],
+            "score": check["points"],
+            "max_score": check["max_points"],
+            "status": "passed" if check["passed"] else "failed",
+            "output": check["message"],
+            "output_format": "md",
+            "tags": tags if not check["passed"] else [],
+            "visibility": "after_published" if check.get("hidden") else "visible",
+        })
+    if report["status"] != "graded":
+        tests.append({
+            "name": "submission could be graded",
+            "score": 0.0,
+            "max_score": report["max_score"],
+            "status": "failed",
+            "output": "\n\n".join(f"{e['kind']}: {e['message']}" for e in report["errors"]),
+            "output_format": "md",
+            "tags": [e["kind"] for e in report["errors"]],
+            "visibility": "visible",
+        })
+    results = {
+        "score": report["score"],
+        "output": markdown.render(report),
+        "output_format": "md",
+        "stdout_visibility": "hidden",
+        "execution_time": report.get("metadata", {}).get("duration_seconds", 0.0),
+        "tests": tests,
+    }
+    return json.dumps(results, indent=2) + "\n"
