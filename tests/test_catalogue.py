@@ -1,0 +1,90 @@
+"""The catalogue is the single table of misconceptions and agrees with SPEC section 2."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import reference
+from grader.assignments import ASSIGNMENTS
+from grader.probes import build_probes
+from reference import catalogue, variants
+
+SPEC_IDS = {
+    "scale-by-dk", "no-scaling", "scale-multiplied", "scale-by-dv", "scale-after-softmax",
+    "softmax-over-queries", "softmax-global", "sum-normalization", "missing-normalization",
+    "unstable-softmax", "softmax-global-max", "softmax-wrong-axis", "blend-keys",
+    "scores-transposed", "mask-after-softmax", "mask-zero-fill", "mask-inverted", "mask-ignored",
+    "scale-by-dmodel", "heads-not-split", "split-without-transpose", "missing-output-projection",
+    "wrong-projection", "projection-transposed", "key-not-transposed", "scale-by-seq-len",
+    "mask-transposed", "mask-as-additive-bias", "scale-by-num-heads", "merge-without-transpose",
+    "kv-from-query-input", "mask-misbroadcast", "mutates-input", "no-batch-support",
+}
+BANK_ID = re.compile(r"^(A-(tf|err|why|edge)-\d+|B-\d+)$")
+
+
+def test_ids_are_exactly_the_spec_ids() -> None:
+    ids = [row.id for row in catalogue.CATALOGUE]
+    assert len(ids) == len(set(ids)) == 34
+    assert set(ids) == SPEC_IDS
+
+
+@pytest.mark.parametrize("row", catalogue.CATALOGUE, ids=lambda r: r.id)
+def test_each_row_is_complete(row: catalogue.Misconception) -> None:
+    assert row.title and len(row.explanation) > 80
+    assert all(BANK_ID.match(item) for item in row.question_bank)
+    assert row.variants or row.detector in {"input-mutation", "batch"}
+    for variant in row.variants:
+        assert variant.knob in variants.CORRECT
+        assert variant.choice != variants.CORRECT[variant.knob]
+
+
+@pytest.mark.parametrize("assignment", sorted(ASSIGNMENTS))
+def test_empty_recipe_is_the_reference(assignment: str) -> None:
+    spec = ASSIGNMENTS[assignment]
+    for probe in build_probes(assignment):
+        expected, _ = spec.reference(*probe.args)
+        got, _ = spec.variant({}, *probe.args)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12, err_msg=probe.id)
+
+
+@pytest.mark.parametrize("assignment", sorted(ASSIGNMENTS))
+def test_every_single_variant_differs_from_the_reference_on_some_probe(assignment: str) -> None:
+    spec = ASSIGNMENTS[assignment]
+    probes = build_probes(assignment)
+    for knob, choice in catalogue.deviations(assignment):
+        differs = False
+        for probe in probes:
+            try:
+                got, _ = spec.variant({knob: choice}, *probe.args)
+            except ValueError:
+                continue
+            expected, _ = spec.reference(*probe.args)
+            if got.shape != expected.shape or not np.allclose(got, expected, equal_nan=False):
+                differs = True
+                break
+        assert differs, (knob, choice)
+
+
+def test_probes_are_deterministic_and_seeded() -> None:
+    first, again = build_probes("attention", 0), build_probes("attention", 0)
+    other = build_probes("attention", 12345)
+    for a, b, c in zip(first, again, other):
+        for x, y, z in zip(a.args, b.args, c.args):
+            if isinstance(x, np.ndarray):
+                assert np.array_equal(x, y)
+        assert a.id == c.id
+    assert not np.array_equal(first[0].args[0], other[0].args[0])
+
+
+def test_reference_matches_a_plain_loop() -> None:
+    rng = np.random.default_rng(1)
+    q, k, v = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
+    out, weights = reference.scaled_dot_product_attention(q, k, v)
+    for i in range(3):
+        s = np.array([q[i] @ k[j] / 2.0 for j in range(5)])
+        w = np.exp(s) / np.exp(s).sum()
+        np.testing.assert_allclose(weights[i], w)
+        np.testing.assert_allclose(out[i], w @ v)

@@ -1,0 +1,87 @@
+"""The command line per SPEC section 3: exit codes, formats, and every report schema-valid."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+from grader.report import validate
+
+from .conftest import SUBMISSIONS, run_cli
+
+CORRECT = SUBMISSIONS / "attention" / "correct_matmul.py"
+BUGGY = SUBMISSIONS / "attention" / "combo_dk_inverted.py"
+
+
+def test_grade_writes_a_valid_json_report() -> None:
+    result = run_cli("grade", str(BUGGY))
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    validate(report)
+    assert report["assignment"] == "attention"
+    assert {m["id"] for m in report["misconceptions"]} == {"scale-by-dk", "mask-inverted"}
+    assert report["metadata"]["seed"] == 0
+
+
+def test_all_formats_show_the_same_result(tmp_path: Path) -> None:
+    json_report = json.loads(run_cli("grade", str(BUGGY)).stdout)
+    text = run_cli("check", str(BUGGY)).stdout
+    markdown = run_cli("grade", str(BUGGY), "--format", "markdown").stdout
+    gradescope = json.loads(run_cli("grade", str(BUGGY), "-f", "gradescope").stdout)
+    github = json.loads(base64.b64decode(run_cli("grade", str(BUGGY), "-f", "github").stdout))
+    score = json_report["score"]
+    assert f"Score: {score:g} / 10" in text and f"{score:g} / 10" in markdown
+    assert gradescope["score"] == score
+    assert sum(t["score"] for t in github["tests"]) == score
+    for mid in ("scale-by-dk", "mask-inverted"):
+        assert mid in text and mid in markdown and mid in gradescope["output"]
+
+
+def test_output_file_and_fail_under(tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    result = run_cli("grade", str(BUGGY), "--output", str(out), "--fail-under", "9")
+    assert result.returncode == 1 and result.stdout == ""
+    validate(json.loads(out.read_text()))
+    assert run_cli("grade", str(CORRECT), "--fail-under", "10").returncode == 0
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    missing = run_cli("grade", str(tmp_path / "nope.py"))
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    unknown = run_cli("grade", str(CORRECT), "--assignment", "atention")
+    assert unknown.returncode == 2 and "attention" in unknown.stderr
+    assert run_cli("explain", "scale-by-dx").returncode == 2
+
+
+def test_assignments_schema_explain() -> None:
+    listing = run_cli("assignments").stdout
+    assert "scaled_dot_product_attention(Q, K, V, mask=None)" in listing
+    schema = json.loads(run_cli("schema").stdout)
+    assert schema["properties"]["schema_version"] == {"const": "1"}
+    explained = run_cli("explain", "mask-inverted").stdout
+    assert "nn.MultiheadAttention" in explained and "A-edge-6" in explained
+
+
+def test_hidden_seed_from_environment(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("ATTENTION_GRADER_SEED", "777")
+    report = json.loads(run_cli("grade", str(CORRECT)).stdout)
+    assert report["metadata"]["seed"] == 777 and report["metadata"]["hidden_probes"]
+    assert report["score"] == report["max_score"]
+
+
+def test_batch_grades_each_submission_separately(tmp_path: Path) -> None:
+    crash = tmp_path / "crash.py"
+    crash.write_text("import os\ndef scaled_dot_product_attention(Q, K, V, mask=None):\n"
+                     "    os._exit(3)\n")
+    out = tmp_path / "out"
+    result = run_cli("batch", str(CORRECT), str(BUGGY), str(crash), "--assignment", "attention",
+                     "--out", str(out), "--jobs", "2")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    scores = {Path(r["submission"]).name: r["score"] for r in summary}
+    assert scores["correct_matmul.py"] == 10.0 and scores["crash.py"] == 0.0
+    assert (out / "summary.csv").read_text().count("\n") == 4
+    for report in out.glob("*.json"):
+        if report.name != "summary.json":
+            validate(json.loads(report.read_text()))

@@ -1,0 +1,56 @@
+"""Every fixture submission gets exactly the misconceptions it is written to show.
+
+The fixtures are student-style code in several styles (tests/submissions/<assignment>/); each
+names its expected IDs in its first line. Correct styles must get full marks and no accusation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader import grade
+from grader.report import validate
+from reference.catalogue import BY_ID, CATALOGUE
+
+from .conftest import SUBMISSIONS, expected_ids
+
+FIXTURES = sorted(SUBMISSIONS.glob("*/*.py"))
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[f"{p.parent.name}/{p.stem}" for p in FIXTURES])
+def test_fixture_gets_exactly_its_misconceptions(path: Path) -> None:
+    report = grade(path, assignment=path.parent.name)
+    validate(report)
+    expected = expected_ids(path)
+    assert sorted(m["id"] for m in report["misconceptions"]) == expected
+    assert report["status"] == "graded"
+    if expected:
+        assert report["score"] < report["max_score"]
+        for item in report["misconceptions"]:
+            assert item["evidence"]
+            assert item["question_bank"] == list(BY_ID[item["id"]].question_bank)
+    else:
+        assert report["score"] == report["max_score"], [
+            c["message"] for c in report["checks"] if not c["passed"]]
+
+
+def test_every_catalogued_misconception_has_a_fixture() -> None:
+    shown = {i for path in FIXTURES for i in expected_ids(path)}
+    assert {row.id for row in CATALOGUE} <= shown
+
+
+def test_every_assignment_has_at_least_six_correct_styles() -> None:
+    for assignment in ("softmax", "attention", "multi_head_attention"):
+        correct = [p for p in FIXTURES if p.parent.name == assignment and not expected_ids(p)]
+        # plus the notebook and torch styles in test_styles.py
+        assert len(correct) >= 4, assignment
+
+
+def test_evidence_names_the_numbers_and_a_call_to_paste() -> None:
+    report = grade(SUBMISSIONS / "attention" / "scale_by_dk.py")
+    evidence = report["misconceptions"][0]["evidence"]
+    assert "divided by d_k = " in evidence and "sqrt(d_k) = " in evidence
+    assert "scaled_dot_product_attention(Q, K, V" in evidence
+    assert "import numpy as np" in evidence

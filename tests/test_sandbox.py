@@ -1,0 +1,163 @@
+"""Whatever a submission does, a valid report comes out, the score is not inflated, and no
+process is left behind. Every case is bounded and harmless to the machine."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.sandbox.limits import Limits
+
+from .conftest import SUBMISSIONS
+
+CORRECT = (SUBMISSIONS / "attention" / "correct_matmul.py").read_text()
+FAST = Limits(import_seconds=5, call_seconds=1.0, total_seconds=12, cell_seconds=2)
+HEADER = "import numpy as np, os, sys, time, subprocess, signal, threading\n"
+
+
+def wrap(body: str) -> str:
+    """An attention function whose body is `body` (indented), after the correct definition."""
+    indented = "\n".join("    " + line for line in body.splitlines())
+    return HEADER + CORRECT + f"\n_correct = scaled_dot_product_attention\n\n" \
+        f"def scaled_dot_product_attention(Q, K, V, mask=None):\n{indented}\n"
+
+
+def marker_processes(marker: str) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if marker.encode() in Path(f"/proc/{name}/cmdline").read_bytes():
+                    found.append(int(name))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.mark.parametrize("body,kind", [
+    ("while True:\n    pass", "timeout"),
+    ("time.sleep(60)", "timeout"),
+    ("signal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True:\n    pass", "timeout"),
+    ("sys.exit(0)", "runtime-error"),
+    ("os._exit(0)", "crashed"),
+    ("os.kill(os.getpid(), signal.SIGSEGV)", "crashed"),
+    ("raise KeyboardInterrupt", "runtime-error"),
+    ("return 'attention'", "wrong-shape"),
+    ("return None", "wrong-shape"),
+    ("return (x for x in range(3))", "wrong-shape"),
+    ("return np.full((2, 3), np.nan)", None),
+    ("x = bytearray(8 * 1024 ** 3)", "memory-limit"),
+])
+def test_hostile_calls_give_a_report_with_the_right_kind(grade_source, body: str,
+                                                         kind: str | None) -> None:
+    started = time.monotonic()
+    report = grade_source(wrap(body), limits=FAST)
+    assert time.monotonic() - started < FAST.total_seconds + 10
+    assert report["score"] < 2.0, report["score"]
+    kinds = [e["kind"] for e in report["errors"]]
+    if kind:
+        assert kind in kinds, kinds
+
+
+def test_printing_and_forged_reports_do_not_change_the_score(grade_source) -> None:
+    forged = '{"score": 10.0, "status": "graded"}'
+    body = (f"print({forged!r} * 10000)\nsys.stderr.write('x' * 10**6)\n"
+            "os.write(1, b'AGF1' * 1000)\nreturn _correct(Q, K, V, mask)[0] * 0")
+    report = grade_source(wrap(body), limits=FAST)
+    assert report["score"] < 3.0
+    assert len(report["metadata"].get("stdout", "")) <= 2000
+
+
+def test_writing_to_every_file_descriptor_does_not_forge_results(grade_source) -> None:
+    body = ("for fd in range(3, 64):\n"
+            "    try:\n        os.write(fd, b'AGF1' + b'\\x00' * 64)\n    except OSError:\n"
+            "        pass\nreturn np.zeros((Q.shape[-2], V.shape[-1]))")
+    report = grade_source(wrap(body), limits=FAST)
+    assert report["score"] < 3.0
+
+
+def test_monkeypatching_numpy_in_the_child_changes_nothing(grade_source) -> None:
+    source = CORRECT.replace("import numpy as np", "import numpy as np\n"
+                             "np.allclose = lambda *a, **k: True\nnp.isclose = np.allclose\n"
+                             "np.testing.assert_allclose = lambda *a, **k: None")
+    source = source.replace("return weights @ V, weights", "return weights @ V * 2, weights")
+    report = grade_source(source, limits=FAST)
+    assert report["score"] < 6.0
+
+
+def test_reading_the_grader_is_refused(grade_source) -> None:
+    source = CORRECT + "\nimport reference\n"
+    report = grade_source(source, limits=FAST)
+    assert report["status"] == "error" and report["score"] == 0
+    assert [e["kind"] for e in report["errors"]][0] == "forbidden-import"
+
+
+def test_grader_stub_lets_notebook_self_check_line_run(grade_source) -> None:
+    report = grade_source("from grader import check\n" + CORRECT + "\ncheck('attention')\n",
+                          limits=FAST)
+    assert report["score"] == report["max_score"]
+
+
+def test_environment_is_scrubbed(grade_source, monkeypatch) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "secret-token")
+    body = ("if 'GITHUB_TOKEN' in os.environ or 'secret-token' in str(os.environ):\n"
+            "    return np.zeros((Q.shape[-2], V.shape[-1]))\nreturn _correct(Q, K, V, mask)")
+    report = grade_source(wrap(body), limits=FAST)
+    assert report["score"] == report["max_score"]
+
+
+@pytest.mark.parametrize("spawn", [
+    "subprocess.Popen(['sleep', '300', '{m}'])",
+    "subprocess.Popen(['sleep', '300', '{m}'], start_new_session=True)",
+    "subprocess.Popen(['sh', '-c', '(setsid sleep 300 {m} &) ; sleep 300 {m}'])",
+])
+def test_no_process_survives(grade_source, spawn: str) -> None:
+    marker = f"{os.getpid()}{time.monotonic_ns() % 100000}"
+    body = spawn.format(m=marker) + "\nwhile True:\n    pass"
+    grade_source(wrap(body), limits=Limits(import_seconds=5, call_seconds=0.5, total_seconds=4))
+    deadline = time.monotonic() + 3
+    while marker_processes(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker_processes(marker) == []
+
+
+def test_slow_import_within_budget_is_graded(grade_source) -> None:
+    report = grade_source("import time\ntime.sleep(1.5)\n" + CORRECT,
+                          limits=Limits(import_seconds=5, call_seconds=1, total_seconds=15))
+    assert report["score"] == report["max_score"]
+
+
+def test_import_that_hangs_is_a_timeout(grade_source) -> None:
+    report = grade_source(CORRECT + "\nwhile True:\n    pass\n", limits=FAST)
+    assert report["status"] == "error" and report["errors"][0]["kind"] == "timeout"
+
+
+@pytest.mark.parametrize("content,kind", [
+    ("", "missing-function"),
+    ("def scaled_dot_attention(Q, K, V, mask=None):\n    return Q\n", "missing-function"),
+    ("def scaled_dot_product_attention(Q, K, V, mask=None)\n    return Q\n", "syntax-error"),
+    ("\x00\x01\x02binary", "syntax-error"),
+    ("def scaled_dot_product_attention():\n    return 1\n", "wrong-signature"),
+])
+def test_broken_files(grade_source, content: str, kind: str) -> None:
+    report = grade_source(content, assignment="attention", limits=FAST)
+    assert report["status"] == "error"
+    assert report["errors"][0]["kind"] == kind
+
+
+def test_missing_function_suggests_the_close_name(grade_source) -> None:
+    report = grade_source("def scaled_dot_attention(Q, K, V, mask=None):\n    return Q\n",
+                          assignment="attention", limits=FAST)
+    assert "did you mean `scaled_dot_attention`?" in report["errors"][0]["message"]
+
+
+def test_one_hanging_probe_costs_only_that_probe(grade_source) -> None:
+    body = "if Q.ndim == 3 and mask is None:\n    while True:\n        pass\nreturn _correct(Q, K, V, mask)"
+    report = grade_source(wrap(body), limits=Limits(import_seconds=5, call_seconds=0.5,
+                                                    total_seconds=20))
+    assert report["status"] == "graded"
+    assert 5.0 < report["score"] < report["max_score"]
+    assert "timeout" in [e["kind"] for e in report["errors"]]
