@@ -72,7 +72,7 @@ def test_probes_are_deterministic_and_seeded() -> None:
     first, again = build_probes("attention", 0), build_probes("attention", 0)
     other = build_probes("attention", 12345)
     for a, b, c in zip(first, again, other):
-        for x, y, z in zip(a.args, b.args, c.args):
+        for x, y in zip(a.args, b.args):
             if isinstance(x, np.ndarray):
                 assert np.array_equal(x, y)
         assert a.id == c.id

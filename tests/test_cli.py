@@ -6,6 +6,8 @@ import base64
 import json
 from pathlib import Path
 
+import pytest
+
 from grader.report import validate
 
 from .conftest import SUBMISSIONS, run_cli
@@ -33,7 +35,7 @@ def test_all_formats_show_the_same_result(tmp_path: Path) -> None:
     score = json_report["score"]
     assert f"Score: {score:g} / 10" in text and f"{score:g} / 10" in markdown
     assert gradescope["score"] == score
-    assert sum(t["score"] for t in github["tests"]) == score
+    assert sum(t["score"] for t in github["tests"]) == pytest.approx(score)
     for mid in ("scale-by-dk", "mask-inverted"):
         assert mid in text and mid in markdown and mid in gradescope["output"]
 

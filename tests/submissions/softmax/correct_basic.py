@@ -1,4 +1,4 @@
-# expect: 
+# expect:
 import numpy as np
 
 

@@ -1,5 +1,6 @@
 # expect:
 import math
+
 import numpy as np
 
 
