@@ -1,0 +1,96 @@
+"""Speed of `attention-grader grade`, as ratios against `python -c "import numpy"` in the same run.
+
+Targets (issue #2): a .py grade <= 3x the numpy import, a notebook <= 4x, and the whole
+diagnosis of a wrong submission (all variants on all probes) under 50 ms.
+Run: python bench/bench_grade.py [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PY_SUBMISSION = ROOT / "tests" / "submissions" / "attention" / "combo_dk_inverted.py"
+CORRECT = ROOT / "tests" / "submissions" / "attention" / "correct_matmul.py"
+
+
+def wall(command: list[str], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def notebook_of(source: Path, folder: Path) -> Path:
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": "# Attention"},
+             {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+              "source": "%matplotlib inline\nimport numpy as np"},
+             {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+              "source": source.read_text()}]
+    path = folder / "submission.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                "nbformat_minor": 5}))
+    return path
+
+
+def diagnosis_seconds(path: Path, repeat: int) -> tuple[float, list[str]]:
+    from grader import load, sandbox
+    from grader.assignments import ASSIGNMENTS
+    from grader.diagnose import diagnose
+    from grader.probes import build_probes
+
+    spec = ASSIGNMENTS["attention"]
+    probes = build_probes("attention")
+    _, outcomes = sandbox.run(load.load(path), lambda info: (spec.function, probes))
+    times, ids = [], []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        ids = [f.id for f in diagnose(spec, probes, outcomes).findings]
+        times.append(time.perf_counter() - started)
+    return statistics.median(times), ids
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args()
+    cli = [sys.executable, "-m", "grader", "grade"]
+    floor = wall([sys.executable, "-c", "import numpy"], args.repeat)
+    with tempfile.TemporaryDirectory() as folder:
+        notebook = notebook_of(PY_SUBMISSION, Path(folder))
+        grade_py = wall([*cli, str(PY_SUBMISSION)], args.repeat)
+        grade_correct = wall([*cli, str(CORRECT)], args.repeat)
+        grade_nb = wall([*cli, str(notebook)], args.repeat)
+    diagnosis, ids = diagnosis_seconds(PY_SUBMISSION, args.repeat)
+    rows = [
+        ("python -c 'import numpy' (floor)", floor, None, None),
+        ("grade .py (two misconceptions)", grade_py, grade_py / floor, 3.0),
+        ("grade .py (correct)", grade_correct, grade_correct / floor, 3.0),
+        ("grade .ipynb (two misconceptions)", grade_nb, grade_nb / floor, 4.0),
+    ]
+    failed = False
+    for name, seconds, ratio, target in rows:
+        verdict = ""
+        if ratio is not None:
+            ok = ratio <= target
+            failed |= not ok
+            verdict = f"{ratio:5.2f}x floor (target <= {target:g}x) {'ok' if ok else 'SLOW'}"
+        print(f"{name:38} {seconds * 1000:8.1f} ms  {verdict}")
+    ok = diagnosis < 0.050
+    failed |= not ok
+    print(f"{'diagnosis, all variants on all probes':38} {diagnosis * 1000:8.1f} ms  "
+          f"(target < 50 ms) {'ok' if ok else 'SLOW'}  -> {ids}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
