@@ -72,7 +72,7 @@ def grade(path: str | Path, *, assignment: str | None = None, seed: int = DEFAUL
         submission = load.load(path)
     except load.LoadError as exc:
         chosen = assignment or infer_assignment(exc.defined) or "unknown"
-        return finish(_error_report(chosen, [exc.error], metadata))
+        return finish(error_report(chosen, [exc.error], metadata))
 
     chosen_holder: dict[str, Any] = {}
 
@@ -99,14 +99,14 @@ def grade(path: str | Path, *, assignment: str | None = None, seed: int = DEFAUL
         error = GraderError("forbidden-import",
                             "the submission tried to reach the grader's own code: "
                             + "; ".join(info.forbidden) + ". Grading is refused.")
-        return finish(_error_report(chosen or "unknown", [error, *load_errors], metadata))
+        return finish(error_report(chosen or "unknown", [error, *load_errors], metadata))
     if info.fatal is not None:
-        return finish(_error_report(chosen or "unknown", [info.fatal, *load_errors], metadata))
+        return finish(error_report(chosen or "unknown", [info.fatal, *load_errors], metadata))
     if chosen is None or "probes" not in chosen_holder:
         wanted = [FUNCTIONS[chosen]] if chosen else [FUNCTIONS[a] for a in INFERENCE_ORDER]
         error = GraderError("missing-function",
                             missing_function_message(wanted, info.defined_functions))
-        return finish(_error_report(chosen or "unknown", [error, *load_errors], metadata))
+        return finish(error_report(chosen or "unknown", [error, *load_errors], metadata))
     from grader.assignments import ASSIGNMENTS
 
     spec = ASSIGNMENTS[chosen]
@@ -128,7 +128,7 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
         first = outcomes[0].message if outcomes else ""
         error = GraderError("wrong-signature",
                             f"`{spec.function}` cannot be called as `{spec.signature}`: {first}")
-        return _error_report(spec.id, [error, *load_errors], metadata)
+        return error_report(spec.id, [error, *load_errors], metadata)
     diagnosis = diagnose(spec, probes, outcomes)
     checks = score_checks(spec, probes, outcomes)
     reference_outputs = [_reference_output(spec, p) for p in probes]
@@ -148,7 +148,7 @@ def _reference_output(spec: Assignment, probe: Probe) -> Any:
         return None
 
 
-def _error_report(assignment_id: str, errors: Sequence[GraderError],
+def error_report(assignment_id: str, errors: Sequence[GraderError],
                   metadata: dict[str, Any]) -> dict[str, Any]:
     from grader.report import build
 

@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import reference
@@ -78,16 +77,9 @@ ASSIGNMENTS: dict[str, Assignment] = {
 __all__ = ["ASSIGNMENTS", "INFERENCE_ORDER", "Assignment", "rubric"]
 
 
-_SOURCE_TREE = Path(__file__).resolve().parents[1] / "assignments"
-
-
 @cache
 def rubric(assignment: str) -> dict[str, Any]:
     """The points of each check, from ``assignments/<id>/rubric.json`` (installed as package data
     ``grader._assignments``)."""
-    in_tree = _SOURCE_TREE / assignment / "rubric.json"
-    if in_tree.is_file():
-        text = in_tree.read_text()
-    else:
-        text = resources.files("grader._assignments").joinpath(assignment, "rubric.json").read_text()
+    text = (resources.files("grader._assignments") / assignment / "rubric.json").read_text()
     return dict(json.loads(text))

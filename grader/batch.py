@@ -71,10 +71,10 @@ def run_batch(submissions: Sequence[Path], assignment: str, out_dir: Path, *, jo
             try:
                 report = future.result()
             except Exception as exc:  # the grader itself failed for this one; say so, go on
-                from grader.api import _error_report
+                from grader.api import error_report
                 from grader.model import GraderError
 
-                report = _error_report(assignment, [GraderError("crashed", f"grader error: {exc}")],
+                report = error_report(assignment, [GraderError("crashed", f"grader error: {exc}")],
                                        {"submission": path.name})
             write_atomically(out_dir / names[path], json.dumps(report, indent=2) + "\n")
             rows.append({

@@ -96,8 +96,16 @@ def _grade_and_emit(submission: Path, assignment: str | None, fmt: str, output: 
     from grader.api import grade
     from grader.render import RENDERERS
 
-    report = grade(submission, assignment=assignment, seed=_seed(seed),
-                   limits=_limits(timeout, import_timeout, total_timeout, memory_mb))
+    limits = _limits(timeout, import_timeout, total_timeout, memory_mb)
+    try:
+        report = grade(submission, assignment=assignment, seed=_seed(seed), limits=limits)
+    except Exception as exc:  # a bug of ours must still leave a valid report, never a traceback
+        from grader.api import error_report
+        from grader.model import GraderError
+
+        report = error_report(assignment or "unknown",
+                              [GraderError("crashed", f"internal grader error: {exc!r}")],
+                              {"submission": submission.name})
     text = RENDERERS[fmt](report)
     if output is None:
         click.echo(text, nl=False)
