@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import reference
@@ -77,9 +78,16 @@ ASSIGNMENTS: dict[str, Assignment] = {
 __all__ = ["ASSIGNMENTS", "INFERENCE_ORDER", "Assignment", "rubric"]
 
 
+_SOURCE_TREE = Path(__file__).resolve().parents[1] / "assignments"
+
+
 @cache
 def rubric(assignment: str) -> dict[str, Any]:
     """The points of each check, from ``assignments/<id>/rubric.json`` (installed as package data
     ``grader._assignments``)."""
-    text = (resources.files("grader._assignments") / assignment / "rubric.json").read_text()
+    in_tree = _SOURCE_TREE / assignment / "rubric.json"
+    if in_tree.is_file():  # a source checkout or editable install
+        text = in_tree.read_text()
+    else:  # an installed wheel carries assignments/ as package data
+        text = (resources.files("grader._assignments") / assignment / "rubric.json").read_text()
     return dict(json.loads(text))
