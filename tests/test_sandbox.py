@@ -161,3 +161,19 @@ def test_one_hanging_probe_costs_only_that_probe(grade_source) -> None:
     assert report["status"] == "graded"
     assert 5.0 < report["score"] < report["max_score"]
     assert "timeout" in [e["kind"] for e in report["errors"]]
+
+
+@pytest.mark.parametrize("body", [
+    "class Lying(np.ndarray):\n    def __eq__(self, other):\n        return True\n"
+    "return np.zeros((Q.shape[-2], V.shape[-1])).view(Lying)",
+    "class Fake:\n    def __array__(self, dtype=None, copy=None):\n        raise ValueError('no')\n"
+    "return Fake()",
+    "return np.zeros((4000, 4000, 64))",
+    "return np.array([['a']])",
+    "return [[1, 2], [3]]",
+])
+def test_lying_or_huge_returns_are_never_credited(grade_source, body: str) -> None:
+    report = grade_source(wrap(body), limits=FAST)
+    assert report["score"] < 3.0
+    assert any(e["kind"] in {"wrong-shape", "runtime-error", "memory-limit", "crashed"}
+               for e in report["errors"])
