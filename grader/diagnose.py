@@ -291,20 +291,30 @@ def call_text(assignment: Assignment, probe: Probe) -> str:
     return text
 
 
-def _mutation_evidence(assignment: Assignment, probes: Sequence[Probe],
-                       outcomes: Sequence[CallOutcome]) -> str | None:
+def first_mutated_input(arg_names: Sequence[str], probes: Sequence[Probe],
+                        outcomes: Sequence[CallOutcome]) -> tuple[Probe, str] | None:
+    """The first probe whose call changed an input array in place, and that input's name."""
     for probe, outcome in zip(probes, outcomes):
         if not outcome.ok:
             continue
         originals: list[tuple[str, Array]] = []
         seen: set[int] = set()
-        for name, value in zip(assignment.arg_names, probe.args):
+        for name, value in zip(arg_names, probe.args):
             if isinstance(value, np.ndarray) and id(value) not in seen:
                 seen.add(id(value))
                 originals.append((name, value))
         for (name, before), after in zip(originals, outcome.inputs_after):
             if before.shape != after.shape or not np.array_equal(before, after, equal_nan=True):
-                return (f"After the call on probe '{probe.id}', {name} differs from what was "
-                        f"passed in (the caller's array was modified in place).\nReproduce it "
-                        f"with:\n{call_text(assignment, probe)}\nprint({name})")
+                return probe, name
     return None
+
+
+def _mutation_evidence(assignment: Assignment, probes: Sequence[Probe],
+                       outcomes: Sequence[CallOutcome]) -> str | None:
+    mutated = first_mutated_input(assignment.arg_names, probes, outcomes)
+    if mutated is None:
+        return None
+    probe, name = mutated
+    return (f"After the call on probe '{probe.id}', {name} differs from what was passed in (the "
+            f"caller's array was modified in place).\nReproduce it with:\n"
+            f"{call_text(assignment, probe)}\nprint({name})")

@@ -15,6 +15,7 @@ import numpy as np
 from grader import concepts
 from grader.assignments import Assignment, rubric
 from grader.compare import mismatch_message, tolerance_for
+from grader.diagnose import first_mutated_input
 from grader.model import CallOutcome, CheckResult, Probe
 
 
@@ -65,17 +66,11 @@ def _reference_check(spec: dict[str, Any], assignment: Assignment, probes: Seque
 
 def _inputs_unchanged(assignment: Assignment, probes: Sequence[Probe],
                       outcomes: Sequence[CallOutcome]) -> tuple[bool, str]:
-    for probe, outcome in zip(probes, outcomes):
-        arrays = []
-        for value in probe.args:
-            if isinstance(value, np.ndarray) and all(value is not a for a in arrays):
-                arrays.append(value)
-        if outcome.ok and any(
-            before.shape != after.shape or not np.array_equal(before, after)
-            for before, after in zip(arrays, outcome.inputs_after)
-        ):
-            return False, f"the call on probe '{probe.id}' modified an input array in place."
-    return True, "no input array is modified."
+    mutated = first_mutated_input(assignment.arg_names, probes, outcomes)
+    if mutated is None:
+        return True, "no input array is modified."
+    probe, name = mutated
+    return False, f"the call on probe '{probe.id}' modified {name} in place."
 
 
 def _same_twice(probes: Sequence[Probe], outcomes: Sequence[CallOutcome]) -> tuple[bool, str]:
