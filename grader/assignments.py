@@ -75,7 +75,7 @@ ASSIGNMENTS: dict[str, Assignment] = {
     ),
 }
 
-__all__ = ["ASSIGNMENTS", "INFERENCE_ORDER", "Assignment", "rubric"]
+__all__ = ["ASSIGNMENTS", "INFERENCE_ORDER", "Assignment", "Outputs", "rubric"]
 
 
 _SOURCE_TREE = Path(__file__).resolve().parents[1] / "assignments"

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from grader import concepts
-from grader.assignments import Assignment, rubric
+from grader.assignments import Assignment, Outputs, rubric
 from grader.compare import mismatch_message, tolerance_for
 from grader.diagnose import first_mutated_input
 from grader.model import CallOutcome, CheckResult, Probe
@@ -23,12 +23,12 @@ def _selected(selector: dict[str, list[str]], probe: Probe) -> bool:
     return set(selector.get("all", [])) <= probe.tags and not set(selector.get("none", [])) & probe.tags
 
 
-def probe_mismatch(assignment: Assignment, probe: Probe, outcome: CallOutcome) -> str:
+def probe_mismatch(probe: Probe, outcome: CallOutcome, reference: Outputs) -> str:
     """Empty when the call matches the reference, else why not (first broken contract first)."""
     if not outcome.ok:
         return f"the call failed ({outcome.error_kind}): {outcome.message.strip().splitlines()[-1] if outcome.message else ''}"
     assert outcome.output is not None
-    expected, expected_weights = assignment.reference(*probe.args)
+    expected, expected_weights = reference
     large = "large" in probe.tags
     message = mismatch_message(outcome.output, expected,
                                tolerance_for(outcome.output, expected, large))
@@ -88,9 +88,11 @@ def _same_twice(probes: Sequence[Probe], outcomes: Sequence[CallOutcome]) -> tup
 
 
 def score_checks(assignment: Assignment, probes: Sequence[Probe],
-                 outcomes: Sequence[CallOutcome]) -> list[CheckResult]:
-    """Every check of the assignment's rubric, with its points."""
-    mismatches = [probe_mismatch(assignment, p, o) for p, o in zip(probes, outcomes)]
+                 outcomes: Sequence[CallOutcome], references: Sequence[Outputs]
+                 ) -> list[CheckResult]:
+    """Every check of the assignment's rubric, with its points; ``references`` are the reference
+    (output, weights) of each probe."""
+    mismatches = [probe_mismatch(p, o, r) for p, o, r in zip(probes, outcomes, references)]
     by_id = {p.id: (p, o) for p, o in zip(probes, outcomes)}
     concept_verdicts = {c.id: (c, ok, msg) for c, ok, msg in concepts.evaluate(assignment.id, by_id)}
     results: list[CheckResult] = []
