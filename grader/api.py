@@ -129,13 +129,13 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
         error = GraderError("wrong-signature",
                             f"`{spec.function}` cannot be called as `{spec.signature}`: {first}")
         return error_report(spec.id, [error, *load_errors], metadata)
-    diagnosis = diagnose(spec, probes, outcomes)
+    findings = diagnose(spec, probes, outcomes)
     references = [spec.reference(*p.args) for p in probes]
     checks = score_checks(spec, probes, outcomes, references)
     errors = [*load_errors, *call_errors(probes, outcomes, [out for out, _ in references])]
     score = sum(c.points for c in checks)
     return build(assignment=spec.id, status="graded", score=score, max_score=max_score(spec),
-                 findings=diagnosis.findings, checks=checks, errors=errors, metadata=metadata)
+                 findings=findings, checks=checks, errors=errors, metadata=metadata)
 
 
 def error_report(assignment_id: str, errors: Sequence[GraderError],

@@ -15,7 +15,6 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -30,14 +29,6 @@ REFERENCE: Recipe = {}
 TRIPLE_BUDGET_SECONDS = 0.5
 #: statuses that say nothing about the maths (the call could not be made or finish)
 NOT_COMPARABLE = frozenset({"wrong-signature", "timeout"})
-
-
-@dataclass
-class Diagnosis:
-    findings: list[Finding] = field(default_factory=list)
-    recipe: Recipe | None = None
-    #: the submission is wrong (some comparable probe misses the reference)
-    wrong: bool = False
 
 
 class _Matcher:
@@ -128,34 +119,26 @@ def _search(matcher: _Matcher, indices: Sequence[int], max_level: int) -> Recipe
 
 
 def diagnose(assignment: Assignment, probes: Sequence[Probe],
-             outcomes: Sequence[CallOutcome]) -> Diagnosis:
+             outcomes: Sequence[CallOutcome]) -> list[Finding]:
     """Name the misconceptions (if any) that explain the submission's outputs."""
     matcher = _Matcher(assignment, probes, outcomes)
     indices = comparable(probes, outcomes)
     findings: list[Finding] = []
-    diagnosis = Diagnosis(findings)
-    if not any(outcomes[i].ok for i in indices):
-        return diagnosis
-    if matcher.explains(REFERENCE, indices):
-        diagnosis.recipe = REFERENCE
-    else:
-        diagnosis.wrong = True
+    if any(outcomes[i].ok for i in indices) and not matcher.explains(REFERENCE, indices):
         recipe = _search(matcher, indices, 3)
-        extra: list[str] = []
+        extra: tuple[str, ...] = ()
         if recipe is None:
             recipe = _batch_fallback(matcher, probes, indices)
-            if recipe is not None:
-                extra.append("no-batch-support")
-        diagnosis.recipe = recipe
+            extra = ("no-batch-support",)
         if recipe is not None:
-            for misconception_id in (*catalogue.ids_for(assignment.id, recipe), *extra):
-                if misconception_id not in [f.id for f in findings]:
-                    findings.append(Finding(misconception_id,
-                                            _evidence(matcher, misconception_id, recipe, indices)))
+            for misconception_id in dict.fromkeys((*catalogue.ids_for(assignment.id, recipe),
+                                                   *extra)):
+                findings.append(Finding(misconception_id,
+                                        _evidence(matcher, misconception_id, recipe, indices)))
     mutation = _mutation_evidence(assignment, probes, outcomes)
     if mutation:
         findings.append(Finding("mutates-input", mutation))
-    return diagnosis
+    return findings
 
 
 def _batch_fallback(matcher: _Matcher, probes: Sequence[Probe],

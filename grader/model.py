@@ -128,7 +128,6 @@ class RunInfo:
     signatures: dict[str, Any] = field(default_factory=dict)
     forbidden: list[str] = field(default_factory=list)
     load_errors: list[GraderError] = field(default_factory=list)
-    cell_errors: list[str] = field(default_factory=list)
     fatal: GraderError | None = None
     stdout: str = ""
     isolation: tuple[str, ...] = ()

@@ -213,7 +213,6 @@ def _info_from_loaded(header: dict[str, Any], info: RunInfo) -> None:
         info.fatal = GraderError(fatal.get("kind", "runtime-error"), str(fatal.get("message")))
     for error in header.get("errors", [])[:20]:
         kind = error.get("kind", "runtime-error")
-        info.cell_errors.append(f"{error.get('where')}: {error.get('message')}")
         info.load_errors.append(GraderError(kind if kind in ("syntax-error", "timeout",
                                                              "memory-limit") else "runtime-error",
                                             f"{error.get('where')}: {error.get('message')}"))
