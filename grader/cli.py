@@ -65,8 +65,13 @@ _assignment_option = click.option(
     help="Assignment ID; inferred from the functions the submission defines when omitted.")
 
 
-def _grading_options(function: Any) -> Any:
+def _grading_options(default_format: str) -> Any:
+    """The arguments `grade` and `check` share; they differ only in the default format."""
     options = [
+        _submission_argument,
+        _assignment_option,
+        click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default=default_format,
+                     show_default=True, help="Report format."),
         click.option("--seed", type=int, default=None,
                      help=f"Probe seed (default {DEFAULT_SEED}, or ${SEED_VARIABLE}). Another "
                           "seed gives hidden probes with new values."),
@@ -84,9 +89,13 @@ def _grading_options(function: Any) -> Any:
         click.option("--memory-mb", type=click.IntRange(min=256), default=None,
                      help=f"Address-space limit of the child (default {DEFAULT_LIMITS.memory_mb})."),
     ]
-    for option in reversed(options):
-        function = option(function)
-    return function
+
+    def decorate(function: Any) -> Any:
+        for option in reversed(options):
+            function = option(function)
+        return function
+
+    return decorate
 
 
 def _grade_and_emit(submission: Path, assignment: str | None, fmt: str, output: Path | None,
@@ -122,22 +131,14 @@ def main() -> None:
 
 
 @main.command()
-@_submission_argument
-@_assignment_option
-@click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="json",
-              show_default=True, help="Report format.")
-@_grading_options
+@_grading_options(default_format="json")
 def grade(submission: Path, assignment: str | None, fmt: str, **options: Any) -> None:
     """Grade one .py file or .ipynb notebook and write the report."""
     _grade_and_emit(submission, assignment, fmt, **options)
 
 
 @main.command()
-@_submission_argument
-@_assignment_option
-@click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="text",
-              show_default=True, help="Report format.")
-@_grading_options
+@_grading_options(default_format="text")
 def check(submission: Path, assignment: str | None, fmt: str, **options: Any) -> None:
     """Self-check: the same grading as `grade`, as readable text."""
     _grade_and_emit(submission, assignment, fmt, **options)
