@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from grader.assignments import Assignment
-from grader.compare import FAR, Tolerance, error_ratio, tolerance_for
+from grader.compare import FAR, error_ratio, tolerance_for
 from grader.model import Array, CallOutcome, Finding, Probe
 from reference import catalogue
 
@@ -40,7 +40,6 @@ class _Matcher:
         self.probes = probes
         self.outcomes = outcomes
         self.cache: dict[tuple[tuple[tuple[str, str], ...], int], Array | None] = {}
-        self.tolerances: dict[int, Tolerance] = {}
 
     def variant_output(self, recipe: Recipe, index: int) -> Array | None:
         key = (tuple(sorted(recipe.items())), index)
