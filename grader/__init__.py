@@ -1,6 +1,7 @@
 """attention-grader: grade student implementations of attention and name their misconceptions.
 
-Public API: ``grade(path, assignment=None, seed=0)`` returns the report as a dict.
+Public API: ``grade(path, assignment=None, seed=0)`` returns the report as a dict;
+``check(function)`` is the self-check inside a student's notebook (see ``grader.notebook``).
 Imports are lazy so that the command line starts the sandboxed child before NumPy loads here.
 """
 
@@ -10,7 +11,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "grade"]
+__all__ = ["__version__", "check", "grade"]
 
 
 def __getattr__(name: str) -> Any:
@@ -18,4 +19,8 @@ def __getattr__(name: str) -> Any:
         from grader.api import grade
 
         return grade
+    if name == "check":
+        from grader.notebook import check
+
+        return check
     raise AttributeError(f"module 'grader' has no attribute {name!r}")

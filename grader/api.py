@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import time
 from collections.abc import Sequence
@@ -129,13 +130,26 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
         error = GraderError("wrong-signature",
                             f"`{spec.function}` cannot be called as `{spec.signature}`: {first}")
         return error_report(spec.id, [error, *load_errors], metadata)
+    if outcomes and all(_raises_not_implemented(o) for o in outcomes):
+        error = GraderError("runtime-error",
+                            f"`{spec.function}` is not implemented yet: every call raised "
+                            "NotImplementedError. Replace the `raise NotImplementedError(...)` "
+                            "line of the stub with your implementation, then check again.")
+        return error_report(spec.id, [error, *load_errors], metadata)
     findings = diagnose(spec, probes, outcomes)
     references = [spec.reference(*p.args) for p in probes]
     checks = score_checks(spec, probes, outcomes, references)
+    if metadata.get("hidden_probes"):  # their messages show secret probe values
+        checks = [dataclasses.replace(c, hidden=c.category != "interface") for c in checks]
     errors = [*load_errors, *call_errors(probes, outcomes, [out for out, _ in references])]
     score = sum(c.points for c in checks)
     return build(assignment=spec.id, status="graded", score=score, max_score=max_score(spec),
                  findings=findings, checks=checks, errors=errors, metadata=metadata)
+
+
+def _raises_not_implemented(outcome: CallOutcome) -> bool:
+    last = outcome.message.strip().splitlines()[-1] if outcome.message.strip() else ""
+    return outcome.error_kind == "runtime-error" and last.startswith("NotImplementedError")
 
 
 def error_report(assignment_id: str, errors: Sequence[GraderError],

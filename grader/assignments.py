@@ -31,6 +31,9 @@ class Assignment:
     reference: Callable[..., Outputs]
     variant: Callable[..., Outputs]
     summary: str
+    #: what the student must know to write it (SPEC section 1), one bullet per convention;
+    #: the starter kit's README and stub docstring are made from these
+    conventions: tuple[str, ...] = ()
 
 
 def _softmax_reference(x: Array, axis: int = -1) -> Outputs:
@@ -54,6 +57,13 @@ ASSIGNMENTS: dict[str, Assignment] = {
         _softmax_reference,
         _softmax_variant,
         "A numerically stable softmax along any axis.",
+        (
+            "`x` is an array of any shape; return an array of the same shape.",
+            "Every slice along `axis` (default: the last axis) is a probability distribution: "
+            "non-negative entries that sum to 1.",
+            "Numerically stable: inputs of magnitude 1e4 must give finite results.",
+            "Do not modify `x` in place.",
+        ),
     ),
     "attention": Assignment(
         "attention",
@@ -63,6 +73,16 @@ ASSIGNMENTS: dict[str, Assignment] = {
         reference.scaled_dot_product_attention,
         variants.attention,
         "Scaled dot-product attention with an optional boolean mask (True = may attend).",
+        (
+            "`Q` has shape (..., n, d_k), `K` (..., m, d_k), `V` (..., m, d_v): n != m and "
+            "d_k != d_v in general, and leading batch/head dimensions must work.",
+            "Scores are Q K^T / sqrt(d_k); the softmax runs over the keys (the last axis).",
+            "`mask` is None or a boolean array broadcastable to (..., n, m); True means the query "
+            "may attend to that key. Masked keys get zero weight.",
+            "Return the output (..., n, d_v), or a tuple (output, weights) with the weights "
+            "(..., n, m).",
+            "Do not modify the inputs in place.",
+        ),
     ),
     "multi_head_attention": Assignment(
         "multi_head_attention",
@@ -72,6 +92,19 @@ ASSIGNMENTS: dict[str, Assignment] = {
         _mha_reference,
         variants.multi_head_attention,
         "Multi-head attention: project, split into heads, attend per head, merge, project.",
+        (
+            "`X_q` has shape (..., n, d_model), `X_kv` (..., m, d_model); self-attention passes "
+            "the same array twice.",
+            "`W_q, W_k, W_v, W_o` are (d_model, d_model) and multiply on the right: "
+            "`Q = X_q @ W_q`, `K = X_kv @ W_k`, `V = X_kv @ W_v`.",
+            "`d_k = d_model // num_heads`; head h uses features [h*d_k:(h+1)*d_k] "
+            "(reshape to (..., n, num_heads, d_k), then move the head axis before n).",
+            "Each head is scaled dot-product attention with its own 1/sqrt(d_k); `mask` "
+            "(True = may attend, broadcastable to (..., n, m)) is shared by every head.",
+            "Concatenate the heads in order back to (..., n, d_model), then multiply by `W_o`.",
+            "Return (..., n, d_model), or a tuple whose first item is that. Do not modify the "
+            "inputs in place.",
+        ),
     ),
 }
 

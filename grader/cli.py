@@ -16,7 +16,8 @@ from grader.sandbox.limits import DEFAULT_LIMITS, Limits
 
 ASSIGNMENT_IDS = sorted(FUNCTIONS)
 
-FORMATS = ("json", "text", "gradescope", "github", "markdown")
+VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+FORMATS = ("json", "text", "gradescope", "github", "markdown", "html")
 SEED_VARIABLE = "ATTENTION_GRADER_SEED"
 
 
@@ -165,6 +166,37 @@ def batch(paths: tuple[str, ...], assignment: str, out_dir: Path, jobs: int | No
     summary = run_batch(submissions, assignment, out_dir, jobs=jobs or os.cpu_count() or 1,
                         seed=_seed(seed), limits=limits, progress=click.echo)
     click.echo(f"graded {len(summary)} submissions; reports in {out_dir}")
+
+
+@main.command("gradescope-zip")
+@click.argument("assignment", type=click.Choice(ASSIGNMENT_IDS))
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
+              default=Path("autograder.zip"), show_default=True)
+@click.option("--seed", type=int, default=None,
+              help="Probe seed used on Gradescope (default: a random secret, so the probes there "
+                   "differ from the ones students check against).")
+@click.option("--hidden-visibility", type=click.Choice(VISIBILITIES), default="after_published",
+              show_default=True, help="When students see the tests run on hidden probes.")
+def gradescope_zip(assignment: str, output: Path, seed: int | None,
+                   hidden_visibility: str) -> None:
+    """Build the autograder.zip to upload to a Gradescope programming assignment."""
+    from grader.gradescope import build_zip
+
+    config = build_zip(assignment, output, seed=seed, hidden_visibility=hidden_visibility)
+    click.echo(f"wrote {output} for `{assignment}` (seed {config['seed']}; hidden tests "
+               f"{hidden_visibility}). Upload it under Configure Autograder -> Zip file upload.")
+
+
+@main.command()
+@click.argument("assignment", type=click.Choice(ASSIGNMENT_IDS))
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              required=True, help="Folder for the kit (e.g. a new template repository).")
+def starter(assignment: str, out_dir: Path) -> None:
+    """Write an assignment's starter kit: student README, notebook, .py and Classroom workflow."""
+    from grader.starter import write_kit
+
+    for path in write_kit(assignment, out_dir):
+        click.echo(f"wrote {path}")
 
 
 @main.command()

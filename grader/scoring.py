@@ -7,6 +7,7 @@ after the call and at a second call.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +18,18 @@ from grader.assignments import Assignment, Outputs, rubric
 from grader.compare import mismatch_message, tolerance_for
 from grader.diagnose import first_mutated_input
 from grader.model import CallOutcome, CheckResult, Probe
+
+#: partial credit is given in whole steps of this many points, so that every view of the score
+#: (including GitHub Classroom's, which counts passing tests) can show it exactly
+CREDIT_STEP = 0.1
+
+
+def partial_credit(points: float, passed: int, total: int) -> float:
+    """The share of ``points`` earned by ``passed`` of ``total`` probes, rounded down to a step."""
+    if total <= 0 or passed >= total:
+        return float(points) if passed >= total > 0 else 0.0
+    steps = math.floor(points * passed / total / CREDIT_STEP + 1e-9)
+    return round(steps * CREDIT_STEP, 4)
 
 
 def _selected(selector: dict[str, list[str]], probe: Probe) -> bool:
@@ -51,7 +64,7 @@ def _reference_check(spec: dict[str, Any], assignment: Assignment, probes: Seque
                      outcomes: Sequence[CallOutcome], mismatches: list[str]) -> CheckResult:
     chosen = [i for i, p in enumerate(probes) if _selected(spec["probes"], p)]
     failing = [i for i in chosen if mismatches[i]]
-    points = spec["points"] * (len(chosen) - len(failing)) / max(1, len(chosen))
+    points = partial_credit(spec["points"], len(chosen) - len(failing), len(chosen))
     if not failing:
         message = f"{len(chosen)} / {len(chosen)} probes match the reference."
     else:
@@ -107,7 +120,7 @@ def score_checks(assignment: Assignment, probes: Sequence[Probe],
             passed = ok_count == len(outcomes)
             message = (f"{ok_count} / {len(outcomes)} calls returned a numeric array."
                        + ("" if passed else " " + _first_failure(outcomes)))
-            earned = points * ok_count / max(1, len(outcomes))
+            earned = partial_credit(points, ok_count, len(outcomes))
             results.append(CheckResult(check_id, "interface", passed, round(earned, 4), points,
                                        message))
             continue

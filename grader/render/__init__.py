@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from grader.render import github, gradescope, json_format, markdown, text
+from grader.render import github, gradescope, html, json_format, markdown, text
 
 RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "json": json_format.render,
@@ -13,6 +13,7 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "markdown": markdown.render,
     "gradescope": gradescope.render,
     "github": github.render,
+    "html": html.render,
 }
 
 __all__ = ["RENDERERS"]

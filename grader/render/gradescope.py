@@ -8,7 +8,8 @@ from typing import Any
 from grader.render import markdown
 
 
-def render(report: dict[str, Any]) -> str:
+def render(report: dict[str, Any], *, hidden_visibility: str = "after_published") -> str:
+    """``results.json`` text; checks run on hidden probes get ``hidden_visibility``."""
     tags = [m["id"] for m in report["misconceptions"]]
     tests = []
     for check in report["checks"]:
@@ -20,7 +21,7 @@ def render(report: dict[str, Any]) -> str:
             "output": check["message"],
             "output_format": "md",
             "tags": tags if not check["passed"] else [],
-            "visibility": "after_published" if check.get("hidden") else "visible",
+            "visibility": hidden_visibility if check.get("hidden") else "visible",
         })
     if report["status"] != "graded":
         tests.append({

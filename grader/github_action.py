@@ -1,0 +1,62 @@
+"""The grading step of the composite ``action.yml`` (GitHub Classroom and any workflow).
+
+Reads its inputs from the environment (``SUBMISSION``, ``ASSIGNMENT``, ``ATTENTION_GRADER_SEED``),
+so that no input text is ever pasted into a shell command. Writes ``result=<base64 JSON>`` to
+``$GITHUB_OUTPUT`` for ``autograding-grading-reporter``, the Markdown feedback to
+``$GITHUB_STEP_SUMMARY`` and readable text to the log. Exits 0 whenever it wrote a result: the
+reporter decides whether the run passes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from grader.model import DEFAULT_SEED, FUNCTIONS
+
+
+def _append(variable: str, text: str) -> None:
+    target = os.environ.get(variable)
+    if target:
+        with open(target, "a", encoding="utf-8") as out:
+            out.write(text)
+
+
+def main() -> int:
+    from grader.api import error_report, grade
+    from grader.model import GraderError
+    from grader.render import github, markdown, text
+
+    submission = Path(os.environ.get("SUBMISSION", "").strip() or ".")
+    assignment = os.environ.get("ASSIGNMENT", "").strip() or None
+    seed_text = os.environ.get("ATTENTION_GRADER_SEED", "").strip()
+    problems = []
+    if assignment is not None and assignment not in FUNCTIONS:
+        problems.append(f"unknown assignment {assignment!r} (known: {', '.join(FUNCTIONS)})")
+    if not submission.is_file():
+        problems.append(f"the submission {str(submission)!r} is not a file in the repository")
+    try:
+        seed = int(seed_text) if seed_text else DEFAULT_SEED
+    except ValueError:
+        problems.append("the seed input is not an integer")
+        seed = DEFAULT_SEED
+    if problems:
+        report = error_report(assignment or "unknown",
+                              [GraderError("missing-function", "; ".join(problems))],
+                              {"submission": submission.name})
+    else:
+        try:
+            report = grade(submission, assignment=assignment, seed=seed)
+        except Exception as exc:  # our bug: still report, never a red traceback for the student
+            report = error_report(assignment or "unknown",
+                                  [GraderError("crashed", f"internal grader error: {exc!r}")],
+                                  {"submission": submission.name})
+    _append("GITHUB_OUTPUT", f"result={github.render(report).strip()}\n")
+    _append("GITHUB_STEP_SUMMARY", markdown.render(report) + "\n")
+    sys.stdout.write(text.render(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

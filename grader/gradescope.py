@@ -1,0 +1,216 @@
+"""Gradescope: build an ``autograder.zip`` and run it inside Gradescope's container.
+
+The zip holds ``setup.sh`` and ``run_autograder`` at its root, the grader itself (so setup never
+depends on an unpublished package) and ``autograder.json`` (assignment, secret seed, visibility of
+the hidden probes' tests). ``run_autograder`` calls ``python -m grader.gradescope run``, which
+grades what is in ``<root>/submission`` and always writes ``<root>/results/results.json``; if
+even Python fails, the shell script writes a zero-score results file that says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import shutil
+import sys
+import tempfile
+import zipfile
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from grader.cli import VISIBILITIES
+from grader.model import FUNCTIONS
+
+CONFIG_NAME = "autograder.json"
+BUNDLE_DIR = "attention-grader"
+
+SETUP_SH = """\
+#!/usr/bin/env bash
+# Gradescope runs this once, when it builds the autograder image.
+set -euo pipefail
+cd /autograder/source
+if ! python3 -m venv /autograder/venv; then
+    apt-get update && apt-get install -y python3-venv python3-pip
+    python3 -m venv /autograder/venv
+fi
+/autograder/venv/bin/pip install --upgrade pip
+/autograder/venv/bin/pip install ./attention-grader
+"""
+
+RUN_AUTOGRADER = """\
+#!/usr/bin/env bash
+# Gradescope runs this for every submission. AUTOGRADER_ROOT and AUTOGRADER_PYTHON exist for
+# testing the autograder outside Gradescope.
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+PYTHON="${AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}"
+mkdir -p "$ROOT/results"
+rm -f "$ROOT/results/results.json"
+"$PYTHON" -m grader.gradescope run --root "$ROOT" --config "$ROOT/source/autograder.json"
+if [ ! -s "$ROOT/results/results.json" ]; then
+    cat > "$ROOT/results/results.json" <<'EOF'
+{"score": 0.0, "output": "The autograder could not start (its Python environment failed). Your submission was not graded; please tell the course staff.", "output_format": "md", "tests": []}
+EOF
+fi
+exit 0
+"""
+
+
+def _project_toml() -> str:
+    """A pyproject.toml for the bundled copy, with this installation's version and dependencies."""
+    try:
+        version = metadata.version("attention-grader")
+        requires = [r for r in metadata.requires("attention-grader") or [] if "extra ==" not in r]
+    except metadata.PackageNotFoundError:  # running from a plain checkout
+        from grader import __version__ as version
+
+        requires = ["numpy>=1.22", "click>=8.0", "jsonschema>=4.0", "nbformat>=5.0"]
+    packages = ["grader", "grader.sandbox", "grader.render", "grader._assignments", "reference"]
+    return "\n".join([
+        "[build-system]",
+        'requires = ["setuptools>=64"]',
+        'build-backend = "setuptools.build_meta"',
+        "",
+        "[project]",
+        'name = "attention-grader"',
+        f'version = "{version}"',
+        'requires-python = ">=3.10"',
+        f"dependencies = {json.dumps(requires)}",
+        "",
+        "[project.scripts]",
+        'attention-grader = "grader.cli:main"',
+        "",
+        "[tool.setuptools]",
+        f"packages = {json.dumps(packages)}",
+        'package-dir = { "grader._assignments" = "assignments" }',
+        "",
+        "[tool.setuptools.package-data]",
+        'grader = ["schema/*.json", "py.typed"]',
+        '"grader._assignments" = ["*/rubric.json"]',
+        'reference = ["py.typed"]',
+        "",
+    ])
+
+
+def _copy_package(name: str, destination: Path) -> None:
+    module = __import__(name)
+    source = Path(module.__file__).resolve().parent
+    shutil.copytree(source, destination / name,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "_assignments"))
+
+
+def write_bundle(destination: Path) -> None:
+    """An installable copy of the grader in ``destination`` (pip install DESTINATION works)."""
+    from grader.assignments import rubric
+
+    destination.mkdir(parents=True, exist_ok=True)
+    _copy_package("grader", destination)
+    _copy_package("reference", destination)
+    for assignment in FUNCTIONS:
+        target = destination / "assignments" / assignment / "rubric.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(rubric(assignment), indent=2) + "\n")
+    (destination / "assignments" / "__init__.py").write_text("")
+    (destination / "pyproject.toml").write_text(_project_toml())
+
+
+def build_zip(assignment: str, output: Path, *, seed: int | None = None,
+              hidden_visibility: str = "after_published") -> dict[str, Any]:
+    """Write ``autograder.zip`` for ``assignment``; return the configuration baked into it.
+
+    Without ``seed``, a random secret seed is drawn: the probes on Gradescope then have values no
+    student saw locally, so memorised outputs earn nothing, while correct code scores the same.
+    """
+    if assignment not in FUNCTIONS:
+        raise ValueError(f"unknown assignment {assignment!r}")
+    if hidden_visibility not in VISIBILITIES:
+        raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}")
+    config = {
+        "assignment": assignment,
+        "seed": secrets.randbelow(2**31 - 1) + 1 if seed is None else int(seed),
+        "hidden_visibility": hidden_visibility,
+    }
+    with tempfile.TemporaryDirectory() as scratch:
+        bundle = Path(scratch) / BUNDLE_DIR
+        write_bundle(bundle)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(output, "w", zipfile.ZIP_DEFLATED) as archive:
+            for name, text in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER)):
+                info = zipfile.ZipInfo(name)
+                info.external_attr = 0o755 << 16
+                archive.writestr(info, text)
+            archive.writestr(CONFIG_NAME, json.dumps(config, indent=2) + "\n")
+            for path in sorted(bundle.rglob("*")):
+                if path.is_file():
+                    archive.write(path, f"{BUNDLE_DIR}/{path.relative_to(bundle)}")
+    return config
+
+
+def find_submission(folder: Path, assignment: str) -> Path | None:
+    """The file to grade among what the student uploaded: the notebook or .py that defines the
+    assignment's function, else the only candidate, else the first in name order."""
+    candidates = sorted(p for p in folder.rglob("*") if p.is_file()
+                        and p.suffix in (".py", ".ipynb")
+                        and not any(part.startswith((".", "__")) for part in
+                                    p.relative_to(folder).parts))
+    wanted = f"def {FUNCTIONS[assignment]}"
+    for path in candidates:
+        try:
+            if wanted in path.read_text(errors="replace"):
+                return path
+        except OSError:
+            continue
+    return candidates[0] if candidates else None
+
+
+def _no_submission_results(folder: Path) -> dict[str, Any]:
+    return {
+        "score": 0.0,
+        "output": (f"No `.py` file or `.ipynb` notebook was found in your submission "
+                   f"(looked in `{folder.name}/`). Upload the file that defines the function."),
+        "output_format": "md",
+        "tests": [],
+    }
+
+
+def run(root: Path, config: dict[str, Any]) -> Path:
+    """Grade ``root/submission`` as configured; write and return ``root/results/results.json``."""
+    from grader.api import error_report, grade
+    from grader.model import GraderError
+    from grader.render import gradescope
+
+    results_path = root / "results" / "results.json"
+    results_path.parent.mkdir(parents=True, exist_ok=True)
+    assignment = config["assignment"]
+    submission = find_submission(root / "submission", assignment) if (
+        root / "submission").is_dir() else None
+    if submission is None:
+        results_path.write_text(json.dumps(_no_submission_results(root / "submission"), indent=2))
+        return results_path
+    try:
+        report = grade(submission, assignment=assignment, seed=int(config.get("seed", 0)))
+    except Exception as exc:  # our bug: the student still gets a results file that says so
+        report = error_report(assignment, [GraderError("crashed", f"internal grader error: {exc!r}")],
+                              {"submission": submission.name})
+    text = gradescope.render(report, hidden_visibility=config.get("hidden_visibility",
+                                                                  "after_published"))
+    results_path.write_text(text)
+    return results_path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m grader.gradescope")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run_parser = commands.add_parser("run", help="grade <root>/submission (inside Gradescope)")
+    run_parser.add_argument("--root", type=Path, default=Path("/autograder"))
+    run_parser.add_argument("--config", type=Path, default=None)
+    arguments = parser.parse_args(argv)
+    config_path = arguments.config or arguments.root / "source" / CONFIG_NAME
+    config = json.loads(config_path.read_text())
+    print(f"results: {run(arguments.root, config)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,233 @@
+"""The one-line self-check inside a student's notebook: ``from grader import check``.
+
+Here, and only here, the student's function runs in the calling process: the student runs their
+own code in their own kernel, exactly as when they call it themselves. The probes, the diagnosis
+and the scoring are the ones ``attention-grader check`` uses, so the score and the misconceptions
+are the same; only the isolation (and with it the protection against code that hangs, crashes the
+kernel or tampers with the grader) is missing. Each call still has a time limit where the platform
+allows it (SIGALRM in the main thread).
+"""
+
+from __future__ import annotations
+
+import inspect
+import signal
+import threading
+import time
+import traceback
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from grader import __version__
+from grader.model import DEFAULT_SEED, FUNCTIONS, CallOutcome, Probe
+from grader.sandbox.limits import DEFAULT_LIMITS
+
+
+class _CallTimeout(BaseException):
+    pass
+
+
+class Feedback:
+    """The report of a notebook check; shows itself as HTML in Jupyter and as text elsewhere."""
+
+    def __init__(self, report: dict[str, Any]) -> None:
+        self.report = report
+
+    @property
+    def score(self) -> float:
+        return float(self.report["score"])
+
+    @property
+    def max_score(self) -> float:
+        return float(self.report["max_score"])
+
+    @property
+    def misconceptions(self) -> list[str]:
+        return [m["id"] for m in self.report["misconceptions"]]
+
+    def __repr__(self) -> str:
+        from grader.render import text
+
+        return text.render(self.report)
+
+    def _repr_html_(self) -> str:
+        from grader.render import html
+
+        return html.render(self.report)
+
+
+def _copy_args(probe: Probe) -> tuple[list[Any], dict[int, Any]]:
+    """Fresh copies of the probe's arrays; an array passed twice stays one object, as in the
+    sandbox (self-attention passes X as both X_q and X_kv)."""
+    import numpy as np
+
+    made: dict[int, Any] = {}
+    args = []
+    for value in probe.args:
+        if isinstance(value, np.ndarray):
+            if id(value) not in made:
+                made[id(value)] = value.copy()
+            args.append(made[id(value)])
+        else:
+            args.append(value)
+    return args, made
+
+
+def _student_traceback(exc: BaseException) -> str:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
+    text = "".join(traceback.format_list(frames[-4:]))
+    return (text + "".join(traceback.format_exception_only(type(exc), exc)))[-2000:]
+
+
+def _with_deadline(seconds: float, call: Callable[[], Any]) -> Any:
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal,
+                                                                                 "setitimer"):
+        return call()
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        raise _CallTimeout
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return call()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def call_probes(function: Callable[..., Any], probes: Sequence[Probe],
+                call_seconds: float = DEFAULT_LIMITS.call_seconds) -> list[CallOutcome]:
+    """Call ``function`` on every probe, in this process, with the sandbox's conventions.
+
+    Warnings and NumPy floating-point errors behave as in the sandbox's fresh interpreter (shown,
+    never raised), whatever filters the kernel or a test runner has set: an overflow warning must
+    not turn a result into an error here when it does not in the command-line grader.
+    """
+    import numpy as np
+
+    with warnings.catch_warnings(), np.errstate(divide="warn", over="warn", invalid="warn", under="ignore"):
+        warnings.simplefilter("default")
+        return _call_each(function, probes, call_seconds)
+
+
+def _call_each(function: Callable[..., Any], probes: Sequence[Probe],
+               call_seconds: float) -> list[CallOutcome]:
+    from grader.sandbox.worker import WrongReturn, check_binding, to_arrays
+
+    outcomes = []
+    for probe in probes:
+        args, made = _copy_args(probe)
+        problem = check_binding(function, args)
+        if problem:
+            outcomes.append(CallOutcome(probe.id, "wrong-signature", problem))
+            continue
+        started = time.perf_counter()
+        try:
+            output, weights = _with_deadline(call_seconds, lambda a=args: to_arrays(function(*a)))
+            repeat = (_with_deadline(call_seconds, lambda a=args: to_arrays(function(*a)))[0]
+                      if probe.repeat else None)
+        except WrongReturn as exc:
+            outcomes.append(CallOutcome(probe.id, "wrong-shape", str(exc)))
+            continue
+        except _CallTimeout:
+            outcomes.append(CallOutcome(probe.id, "timeout",
+                                        f"the call took longer than {call_seconds:g} s"))
+            continue
+        except KeyboardInterrupt:
+            raise
+        except MemoryError:
+            outcomes.append(CallOutcome(probe.id, "memory-limit", "MemoryError"))
+            continue
+        except BaseException as exc:  # noqa: BLE001 - the student's function may raise anything
+            outcomes.append(CallOutcome(probe.id, "runtime-error", _student_traceback(exc)))
+            continue
+        outcomes.append(CallOutcome(
+            probe.id, output=output, weights=weights, repeat_output=repeat,
+            inputs_after=tuple(made.values()), seconds=time.perf_counter() - started))
+    return outcomes
+
+
+def _assignment_for(target: Any, assignment: str | None) -> str:
+    if assignment is not None:
+        if assignment not in FUNCTIONS:
+            raise ValueError(f"unknown assignment {assignment!r}; known: {', '.join(FUNCTIONS)}")
+        return assignment
+    name = target if isinstance(target, str) else getattr(target, "__name__", "")
+    if name in FUNCTIONS:
+        return name
+    for assignment_id, function_name in FUNCTIONS.items():
+        if function_name == name:
+            return assignment_id
+    raise ValueError(f"cannot tell which assignment `{name}` is for; pass "
+                     f"assignment= one of {', '.join(FUNCTIONS)}")
+
+
+def grade_function(function: Callable[..., Any], assignment: str, *,
+                   seed: int = DEFAULT_SEED) -> dict[str, Any]:
+    """Grade a function object in this process and return the report (same as the CLI's)."""
+    from grader.api import evaluate
+    from grader.assignments import ASSIGNMENTS
+    from grader.probes import build_probes
+    from grader.report import validate
+
+    spec = ASSIGNMENTS[assignment]
+    started = time.monotonic()
+    metadata: dict[str, Any] = {
+        "seed": int(seed), "hidden_probes": seed != DEFAULT_SEED, "grader_version": __version__,
+        "submission": f"{getattr(function, '__name__', 'function')} (in this notebook)",
+        "function": spec.function, "isolation": ["none: notebook self-check"],
+    }
+    probes = build_probes(assignment, seed)
+    outcomes = call_probes(function, probes)
+    report = evaluate(spec, probes, outcomes, [], metadata)
+    report["metadata"]["duration_seconds"] = round(time.monotonic() - started, 3)
+    validate(report)
+    return report
+
+
+def check(target: Callable[..., Any] | str, assignment: str | None = None, *,
+          seed: int = DEFAULT_SEED, display: bool = True) -> Feedback | None:
+    """Check your function against the grader's probes and show what it finds.
+
+    ``check(scaled_dot_product_attention)`` grades that function; ``check("attention")`` finds
+    the assignment's function among your notebook's variables. The score and misconceptions are
+    those ``attention-grader check`` gives for the same code. Your function runs here, in your own
+    kernel (the command-line grader runs it in an isolated process instead).
+
+    The feedback is shown (HTML in Jupyter, text elsewhere); with ``display=False`` it is returned
+    instead, as a ``Feedback`` with ``score``, ``misconceptions`` and the full ``report``.
+    """
+    assignment_id = _assignment_for(target, assignment)
+    if isinstance(target, str):
+        caller = inspect.currentframe()
+        outer = caller.f_back if caller else None
+        namespace = {**outer.f_globals, **outer.f_locals} if outer else {}
+        del caller, outer
+        wanted = FUNCTIONS[assignment_id] if target in FUNCTIONS else target
+        function = namespace.get(wanted)
+        if not callable(function):
+            raise NameError(f"no function `{wanted}` is defined in this notebook yet; run the "
+                            f"cell that defines it first")
+    else:
+        function = target
+    feedback = Feedback(grade_function(function, assignment_id, seed=seed))
+    if not display:
+        return feedback
+    _show(feedback)
+    return None
+
+
+def _show(feedback: Feedback) -> None:
+    try:
+        from IPython import get_ipython
+        from IPython.display import HTML, display
+    except ImportError:
+        print(repr(feedback))
+        return
+    shell = get_ipython()
+    if shell is not None and "IPKernelApp" in getattr(shell, "config", {}):
+        display(HTML(feedback._repr_html_()))
+    else:
+        print(repr(feedback))

@@ -1,0 +1,120 @@
+"""pytest plugin: ``pytest --attention-submission PATH [--attention-assignment ID]``.
+
+Grades the submission once (isolated, exactly as ``attention-grader grade``) and turns every check
+of the report into a test item that passes or fails with the check's feedback, so pytest-based
+graders (such as classroom-resources/autograding-python-grader) and students' own CI work
+unchanged. Without ``--attention-submission`` the plugin does nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("attention-grader", "grading an attention submission")
+    group.addoption("--attention-submission", metavar="PATH", default=None,
+                    help="grade this .py or .ipynb file; every check becomes a test")
+    group.addoption("--attention-assignment", metavar="ID", default=None,
+                    help="assignment ID (softmax, attention, multi_head_attention); inferred "
+                         "when omitted")
+    group.addoption("--attention-seed", metavar="N", type=int, default=None,
+                    help="probe seed (default 0, or $ATTENTION_GRADER_SEED)")
+
+
+REPORT = pytest.StashKey[dict]()
+
+
+class CheckFailed(Exception):
+    """A check of the report did not pass; the message is the feedback."""
+
+
+class CheckItem(pytest.Item):
+    def __init__(self, *, passed: bool, feedback: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.passed = passed
+        self.feedback = feedback
+
+    def runtest(self) -> None:
+        if not self.passed:
+            raise CheckFailed(self.feedback)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> str:
+        if isinstance(excinfo.value, CheckFailed):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"attention-grader: {self.name}"
+
+
+class SubmissionFile(pytest.File):
+    """The submission as a pytest node; its items are the report's checks."""
+
+    def __init__(self, *, report: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.report = report
+
+    def collect(self) -> list[pytest.Item]:
+        report = self.report
+        named = "".join(f"\n  - {m['id']}: {m['title']}" for m in report["misconceptions"])
+        context = f"\n\nMisconceptions named for this submission:{named}" if named else ""
+        items: list[pytest.Item] = []
+        if report["status"] != "graded" or report["errors"]:
+            errors = "\n".join(f"[{e['kind']}] {e['message']}" for e in report["errors"])
+            items.append(CheckItem.from_parent(
+                self, name="submission-runs", passed=report["status"] == "graded"
+                and not report["errors"], feedback=errors))
+        for check in report["checks"]:
+            feedback = (f"{check['id']}: {check['points']:g} / {check['max_points']:g} points\n"
+                        f"{check['message']}{context}")
+            items.append(CheckItem.from_parent(self, name=check["id"], passed=check["passed"],
+                                               feedback=feedback))
+        return items
+
+
+def _seed(config: pytest.Config) -> int:
+    from grader.cli import _seed as seed_from_option_or_environment
+
+    return seed_from_option_or_environment(config.getoption("attention_seed"))
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+    option = config.getoption("attention_submission")
+    if not option:
+        return
+    from grader.api import grade
+    from grader.model import FUNCTIONS
+
+    path = Path(option).resolve()
+    if not path.is_file():
+        raise pytest.UsageError(f"--attention-submission: {option} is not a file")
+    assignment = config.getoption("attention_assignment")
+    if assignment is not None and assignment not in FUNCTIONS:
+        raise pytest.UsageError(f"--attention-assignment: unknown assignment {assignment!r} "
+                                f"(known: {', '.join(FUNCTIONS)})")
+    report = grade(path, assignment=assignment, seed=_seed(config))
+    config.stash[REPORT] = report
+    submission = SubmissionFile.from_parent(session, path=path, report=report)
+    items.extend(submission.collect())
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    option = config.getoption("attention_submission")
+    return f"attention-grader: grading {option}" if option else None
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
+                            config: pytest.Config) -> None:
+    report = config.stash.get(REPORT, None)
+    if report is None:
+        return
+    from grader.render import text
+
+    terminalreporter.section("attention-grader feedback")
+    terminalreporter.write(text.render(report))

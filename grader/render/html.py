@@ -1,0 +1,54 @@
+"""A self-contained HTML fragment of the feedback (the notebook self-check shows it in Jupyter)."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+_STYLE = (
+    "<style>.ag{font-family:system-ui,sans-serif;max-width:60em;line-height:1.4}"
+    ".ag pre{background:#f6f8fa;padding:.5em;overflow-x:auto;white-space:pre-wrap}"
+    ".ag .pass{color:#1a7f37}.ag .fail{color:#cf222e;font-weight:bold}"
+    ".ag table{border-collapse:collapse}.ag td,.ag th{padding:2px 8px;text-align:left;"
+    "border-bottom:1px solid #ddd;vertical-align:top}</style>"
+)
+
+
+def render(report: dict[str, Any]) -> str:
+    meta = report.get("metadata", {})
+    graded = report["status"] == "graded"
+    parts = [_STYLE, '<div class="ag">',
+             f"<h3>attention-grader: <code>{escape(report['assignment'])}</code></h3>",
+             f"<p><b>Score: {report['score']:g} / {report['max_score']:g}</b>"
+             + ("" if graded else " (the submission could not be graded)") + "</p>"]
+    if meta.get("submission"):
+        parts.append(f"<p>Submission: <code>{escape(str(meta['submission']))}</code></p>")
+    for error in report["errors"]:
+        parts.append(f"<p class='fail'>Error ({escape(error['kind'])})</p>"
+                     f"<pre>{escape(error['message'])}</pre>")
+    if report["misconceptions"]:
+        parts.append("<h4>Misconceptions</h4>")
+        for item in report["misconceptions"]:
+            bank = ", ".join(item["question_bank"])
+            parts.append(f"<h5><code>{escape(item['id'])}</code>: {escape(item['title'])}</h5>"
+                         f"<p>{escape(item['explanation'])}</p>"
+                         f"<p>Evidence:</p><pre>{escape(item['evidence'])}</pre>"
+                         + (f"<p>Question bank: {escape(bank)}</p>" if bank else ""))
+    elif graded and report["score"] < report["max_score"]:
+        parts.append("<p>No catalogued misconception explains your outputs; the failed checks "
+                     "below say which properties are broken.</p>")
+    elif graded:
+        parts.append("<p class='pass'>All checks pass and no misconception was found.</p>")
+    if report["checks"]:
+        rows = []
+        for check in report["checks"]:
+            mark = ("<span class='pass'>pass</span>" if check["passed"]
+                    else "<span class='fail'>fail</span>")
+            detail = "" if check["passed"] else escape(check["message"])
+            rows.append(f"<tr><td>{mark}</td><td><code>{escape(check['id'])}</code></td>"
+                        f"<td>{check['points']:g} / {check['max_points']:g}</td>"
+                        f"<td>{detail}</td></tr>")
+        parts.append("<h4>Checks</h4><table><tr><th></th><th>check</th><th>points</th>"
+                     "<th>details</th></tr>" + "".join(rows) + "</table>")
+    parts.append("</div>")
+    return "\n".join(parts)

@@ -1,0 +1,360 @@
+"""Where users work: Gradescope, GitHub Classroom, the notebook, pytest and the starter kits.
+
+Each platform's output is checked against that platform's contract (the schemas under
+``tests/contracts/`` are written from Gradescope's specs.md and from the reporter's source), and
+every view must show the same score and misconceptions as the JSON report.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from grader.notebook import check, grade_function
+from grader.render import RENDERERS, github, gradescope
+from grader.starter import ACTION_REFERENCE, kit_files
+
+from .conftest import SUBMISSIONS, run_cli
+
+HERE = Path(__file__).parent
+ROOT = HERE.parent
+CONTRACTS = HERE / "contracts"
+CORRECT = SUBMISSIONS / "attention" / "correct_matmul.py"
+BUGGY = SUBMISSIONS / "attention" / "combo_dk_inverted.py"
+VARIED = [
+    CORRECT,
+    BUGGY,
+    SUBMISSIONS / "attention" / "no_batch_support.py",
+    SUBMISSIONS / "softmax" / "unstable.py",
+    SUBMISSIONS / "multi_head_attention" / "heads_not_split.py",
+]
+
+
+def contract(name: str) -> dict[str, Any]:
+    return json.loads((CONTRACTS / name).read_text())
+
+
+def grade_json(path: Path, *extra: str) -> dict[str, Any]:
+    result = run_cli("grade", str(path), *extra)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def decoded_github(report: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(base64.b64decode(github.render(report)))
+
+
+def reporter_numbers(result: dict[str, Any]) -> tuple[Fraction, Fraction]:
+    """What autograding-grading-reporter computes: the points sent to Classroom (sum of test
+    scores) and the points its log table shows (passing tests / tests * max_score)."""
+    tests = result["tests"]
+    sent = sum(Fraction(t["score"]).limit_denominator(10_000) for t in tests)
+    passing = sum(t["status"] == "pass" for t in tests)
+    shown = Fraction(passing, len(tests)) * Fraction(result["max_score"]).limit_denominator(100)
+    return sent, shown
+
+
+@pytest.fixture(scope="module")
+def reports() -> list[dict[str, Any]]:
+    existing = [p for p in VARIED if p.exists()]
+    assert len(existing) == len(VARIED), [p for p in VARIED if not p.exists()]
+    broken = SUBMISSIONS.parent / "contracts" / "gradescope_results.schema.json"  # not Python
+    return [grade_json(p) for p in existing] + [grade_json(broken, "--assignment", "attention")]
+
+
+# --- Gradescope -------------------------------------------------------------------------------
+
+def test_gradescope_results_follow_the_spec(reports: list[dict[str, Any]]) -> None:
+    schema = contract("gradescope_results.schema.json")
+    for report in reports:
+        results = json.loads(gradescope.render(report))
+        jsonschema.validate(results, schema)
+        assert results["score"] == report["score"]
+        assert sum(t["score"] for t in results["tests"]) == pytest.approx(report["score"])
+        named = {m["id"] for m in report["misconceptions"]}
+        tagged = {tag for t in results["tests"] for tag in t.get("tags", [])}
+        assert named <= tagged
+        for mid in named:
+            assert mid in results["output"]
+        if report["status"] != "graded":
+            assert results["tests"][-1]["status"] == "failed"
+            assert report["errors"][0]["kind"] in results["tests"][-1]["tags"]
+
+
+def test_gradescope_hides_tests_on_hidden_probes() -> None:
+    report = grade_json(BUGGY, "--seed", "4242")
+    results = json.loads(gradescope.render(report, hidden_visibility="after_due_date"))
+    visibility = {t["name"]: t["visibility"] for t in results["tests"]}
+    assert visibility["returns-arrays"] == "visible"
+    assert visibility["values-2d"] == "after_due_date"
+    public = json.loads(gradescope.render(grade_json(BUGGY)))
+    assert {t["visibility"] for t in public["tests"]} == {"visible"}
+
+
+def _autograder_root(tmp_path: Path, zip_path: Path) -> Path:
+    root = tmp_path / "autograder"
+    with zipfile.ZipFile(zip_path) as archive:
+        names = archive.namelist()
+        assert "setup.sh" in names and "run_autograder" in names  # at the zip's root
+        archive.extractall(root / "source")
+    (root / "run_autograder").write_text((root / "source" / "run_autograder").read_text())
+    (root / "submission").mkdir()
+    return root
+
+
+def _run_autograder(root: Path, python: str = sys.executable) -> dict[str, Any]:
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": python}
+    done = subprocess.run(["bash", str(root / "run_autograder")], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    results = json.loads((root / "results" / "results.json").read_text())
+    jsonschema.validate(results, contract("gradescope_results.schema.json"))
+    return results
+
+
+def test_autograder_zip_grades_like_the_cli(tmp_path: Path) -> None:
+    zip_path = tmp_path / "autograder.zip"
+    built = run_cli("gradescope-zip", "attention", "--output", str(zip_path), "--seed", "99")
+    assert built.returncode == 0, built.stderr
+    root = _autograder_root(tmp_path, zip_path)
+    bundle = root / "source" / "attention-grader"
+    assert (bundle / "pyproject.toml").is_file() and (bundle / "grader" / "api.py").is_file()
+    assert (bundle / "assignments" / "attention" / "rubric.json").is_file()
+    assert json.loads((root / "source" / "autograder.json").read_text())["seed"] == 99
+
+    (root / "submission" / "notes.txt").write_text("my answer is in the .py")
+    (root / "submission" / "attention.py").write_text(BUGGY.read_text())
+    buggy = _run_autograder(root)
+    expected = grade_json(BUGGY, "--seed", "99")
+    assert buggy["score"] == expected["score"] < 10
+    assert {"scale-by-dk", "mask-inverted"} <= {tag for t in buggy["tests"] for tag in t["tags"]}
+    assert "after_published" in {t["visibility"] for t in buggy["tests"]}
+
+    (root / "submission" / "attention.py").write_text(CORRECT.read_text())
+    assert _run_autograder(root)["score"] == 10
+
+
+def test_autograder_always_writes_results(tmp_path: Path) -> None:
+    zip_path = tmp_path / "autograder.zip"
+    assert run_cli("gradescope-zip", "softmax", "-o", str(zip_path)).returncode == 0
+    root = _autograder_root(tmp_path, zip_path)
+    empty = _run_autograder(root)
+    assert empty["score"] == 0 and "No `.py` file" in empty["output"]
+    (root / "submission" / "softmax.py").write_text("def softmax(x, axis=-1):\n    return x\n")
+    broken_python = _run_autograder(root, python="/bin/false")
+    assert broken_python["score"] == 0 and "could not start" in broken_python["output"]
+
+
+@pytest.mark.skipif(subprocess.run([sys.executable, "-c", "import setuptools"],
+                                   capture_output=True).returncode != 0,
+                    reason="building a wheel offline needs setuptools in this environment")
+def test_bundled_grader_is_an_installable_project(tmp_path: Path) -> None:
+    zip_path = tmp_path / "autograder.zip"
+    assert run_cli("gradescope-zip", "attention", "-o", str(zip_path)).returncode == 0
+    root = _autograder_root(tmp_path, zip_path)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                            "--no-build-isolation", "-q", "-w", str(tmp_path / "wheels"),
+                            str(root / "source" / "attention-grader")],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    wheel = next((tmp_path / "wheels").glob("attention_grader-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "grader/_assignments/attention/rubric.json" in names
+    assert "grader/sandbox/worker.py" in names and "reference/catalogue.py" in names
+
+
+# --- GitHub Classroom -------------------------------------------------------------------------
+
+def test_github_result_follows_the_reporter_contract(reports: list[dict[str, Any]]) -> None:
+    schema = contract("classroom_result.schema.json")
+    for report in reports:
+        result = decoded_github(report)
+        jsonschema.validate(result, schema)
+        assert result["max_score"] == report["max_score"]
+        sent, shown = reporter_numbers(result)
+        assert sent == shown == Fraction(report["score"]).limit_denominator(10_000), report[
+            "metadata"].get("submission")
+        expected_status = ("error" if report["status"] != "graded" else
+                           "pass" if report["score"] == report["max_score"] else "fail")
+        assert result["status"] == expected_status
+
+
+def test_partial_credit_keeps_both_reporter_numbers_equal() -> None:
+    checks = [{"id": "a", "points": 1.2, "max_points": 1.9, "passed": False, "message": "m"},
+              {"id": "b", "points": 0.3, "max_points": 0.3, "passed": True, "message": ""},
+              {"id": "c", "points": 0.0, "max_points": 7.8, "passed": False, "message": "x"}]
+    report = {"status": "graded", "score": 1.5, "max_score": 10.0, "checks": checks,
+              "errors": [], "misconceptions": [], "metadata": {"submission": "s.py"}}
+    sent, shown = reporter_numbers(decoded_github(report))
+    assert sent == shown == Fraction(3, 2)
+
+
+def _action() -> dict[str, Any]:
+    return yaml.safe_load((ROOT / "action.yml").read_text())
+
+
+def test_action_declares_its_inputs_and_output() -> None:
+    action = _action()
+    assert set(action["inputs"]) == {"submission", "assignment", "seed", "python-version"}
+    assert action["inputs"]["submission"]["required"] is True
+    assert action["outputs"]["result"]["value"] == "${{ steps.grade.outputs.result }}"
+    assert action["runs"]["using"] == "composite"
+    for step in action["runs"]["steps"]:
+        if "run" in step:  # inputs reach the shell only through env, never pasted into code
+            assert "${{" not in step["run"]
+
+
+def _run_action_step(tmp_path: Path, inputs: dict[str, str]) -> tuple[dict[str, str], str, str]:
+    """Run the action's grading step as the runner would, with temporary output files."""
+    action = _action()
+    step = next(s for s in action["runs"]["steps"] if s.get("id") == "grade")
+    values = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
+    values.update(inputs)
+    env = dict(os.environ)
+    for key, template in step.get("env", {}).items():
+        name = template.removeprefix("${{ inputs.").removesuffix(" }}")
+        env[key] = values[name]
+    output, summary = tmp_path / "github_output", tmp_path / "step_summary"
+    env.update(GITHUB_OUTPUT=str(output), GITHUB_STEP_SUMMARY=str(summary))
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    done = subprocess.run(["bash", "-e", "-c", step["run"]], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    return outputs, summary.read_text(), done.stdout
+
+
+def test_action_step_sets_result_and_summary(tmp_path: Path) -> None:
+    submission = str(BUGGY.relative_to(ROOT))
+    outputs, summary, log = _run_action_step(tmp_path, {"submission": submission})
+    result = json.loads(base64.b64decode(outputs["result"]))
+    jsonschema.validate(result, contract("classroom_result.schema.json"))
+    expected = grade_json(BUGGY)
+    assert reporter_numbers(result)[0] == Fraction(expected["score"]).limit_denominator(10_000)
+    for mid in ("scale-by-dk", "mask-inverted"):
+        assert mid in summary and mid in log
+    assert f"Score: {expected['score']:g} / 10" in summary
+
+
+def test_action_step_reports_a_wrong_path_and_seed(tmp_path: Path) -> None:
+    outputs, summary, _ = _run_action_step(tmp_path, {"submission": "nope.ipynb",
+                                                       "assignment": "attention"})
+    result = json.loads(base64.b64decode(outputs["result"]))
+    assert result["status"] == "error" and "nope.ipynb" in summary
+    outputs, _, _ = _run_action_step(tmp_path, {"submission": str(CORRECT.relative_to(ROOT)),
+                                                "seed": "31337"})
+    result = json.loads(base64.b64decode(outputs["result"]))
+    assert result["status"] == "pass"
+
+
+@pytest.mark.parametrize("assignment", ["softmax", "attention", "multi_head_attention"])
+def test_classroom_workflow_wires_the_action_to_the_reporter(assignment: str) -> None:
+    files = kit_files(assignment)
+    workflow = yaml.safe_load(files[".github/workflows/classroom.yml"])
+    steps = workflow["jobs"]["run-autograding-tests"]["steps"]
+    grade_step = next(s for s in steps if s.get("uses") == ACTION_REFERENCE)
+    assert grade_step["with"]["submission"] in files
+    assert grade_step["with"]["assignment"] == assignment
+    reporter = next(s for s in steps if "autograding-grading-reporter" in s.get("uses", ""))
+    runner = reporter["with"]["runners"]
+    variable = f"{runner.upper()}_RESULTS"  # how the reporter finds each runner's result
+    assert reporter["env"][variable] == f"${{{{ steps.{grade_step['id']}.outputs.result }}}}"
+
+
+# --- the notebook self-check ------------------------------------------------------------------
+
+def _function_from(path: Path, name: str) -> Any:
+    namespace: dict[str, Any] = {"__name__": "student"}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)  # our own fixture files
+    return namespace[name]
+
+
+@pytest.mark.parametrize("path", VARIED, ids=lambda p: p.stem)
+def test_notebook_check_matches_the_cli(path: Path) -> None:
+    cli = grade_json(path)
+    function = _function_from(path, cli["metadata"]["function"])
+    report = grade_function(function, cli["assignment"])
+    assert report["score"] == cli["score"]
+    assert [m["id"] for m in report["misconceptions"]] == [m["id"] for m in cli["misconceptions"]]
+    assert [c["passed"] for c in report["checks"]] == [c["passed"] for c in cli["checks"]]
+
+
+def test_notebook_check_finds_the_function_and_shows_feedback(capsys) -> None:
+    scaled_dot_product_attention = _function_from(BUGGY, "scaled_dot_product_attention")
+    feedback = check("attention", display=False)
+    assert feedback is not None and set(feedback.misconceptions) == {"scale-by-dk",
+                                                                      "mask-inverted"}
+    assert "<code>scale-by-dk</code>" in feedback._repr_html_()
+    assert check(scaled_dot_product_attention) is None  # shown, not returned
+    assert "scale-by-dk" in capsys.readouterr().out
+    with pytest.raises(NameError, match="softmax"):
+        check("softmax")
+
+
+# --- pytest -----------------------------------------------------------------------------------
+
+def _pytest_on(tmp_path: Path, submission: Path, *extra: str) -> subprocess.CompletedProcess:
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                           "--attention-submission", str(submission), *extra],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+
+def test_pytest_plugin_turns_checks_into_tests(tmp_path: Path) -> None:
+    buggy = _pytest_on(tmp_path, BUGGY, "-rf")
+    assert buggy.returncode == 1, buggy.stdout + buggy.stderr
+    report = grade_json(BUGGY)
+    failed = [c["id"] for c in report["checks"] if not c["passed"]]
+    for check_id in failed:
+        assert f"::{check_id}" in buggy.stdout
+    assert f"{len(failed)} failed, {len(report['checks']) - len(failed)} passed" in buggy.stdout
+    assert "scale-by-dk" in buggy.stdout and "mask-inverted" in buggy.stdout
+    correct = _pytest_on(tmp_path, CORRECT, "--attention-assignment", "attention")
+    assert correct.returncode == 0 and f"{len(report['checks'])} passed" in correct.stdout
+
+
+def test_pytest_plugin_rejects_a_bad_assignment(tmp_path: Path) -> None:
+    done = _pytest_on(tmp_path, CORRECT, "--attention-assignment", "atention")
+    assert done.returncode == 4 and "unknown assignment" in done.stderr
+
+
+# --- starter kits and the five views ----------------------------------------------------------
+
+@pytest.mark.parametrize("assignment", ["softmax", "attention", "multi_head_attention"])
+def test_starter_kit_is_current_and_its_stubs_say_not_implemented(assignment: str) -> None:
+    kit = ROOT / "assignments" / assignment / "starter"
+    for relative, text in kit_files(assignment).items():
+        assert (kit / relative).read_text() == text, (
+            f"{kit / relative} is stale: run `attention-grader starter {assignment} --out {kit}`")
+    for stub in (kit / f"{assignment}.ipynb", kit / f"{assignment}.py"):
+        report = grade_json(stub)
+        assert report["assignment"] == assignment and report["status"] == "error"
+        assert report["misconceptions"] == [] and len(report["errors"]) == 1
+        assert "not implemented yet" in report["errors"][0]["message"]
+
+
+def test_every_view_shows_the_same_score_and_misconceptions() -> None:
+    report = grade_json(BUGGY)
+    score, ids = report["score"], [m["id"] for m in report["misconceptions"]]
+    views = {fmt: run_cli("grade", str(BUGGY), "--format", fmt).stdout for fmt in RENDERERS}
+    assert json.loads(views["json"])["score"] == score
+    assert f"Score: {score:g} / 10" in views["text"] and f"{score:g} / 10" in views["markdown"]
+    assert f"Score: {score:g} / 10" in views["html"]
+    assert json.loads(views["gradescope"])["score"] == score
+    assert reporter_numbers(json.loads(base64.b64decode(views["github"])))[0] == Fraction(
+        score).limit_denominator(10_000)
+    for mid in ids:
+        for fmt in ("text", "markdown", "html"):
+            assert mid in views[fmt], fmt
+        assert mid in json.loads(views["gradescope"])["output"]
