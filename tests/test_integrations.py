@@ -21,8 +21,10 @@ import jsonschema
 import pytest
 import yaml
 
+from grader.assignments import ASSIGNMENTS, rubric
 from grader.notebook import check, grade_function
 from grader.render import RENDERERS, github, gradescope
+from grader.scoring import CREDIT_STEP
 from grader.starter import ACTION_REFERENCE, kit_files
 
 from .conftest import SUBMISSIONS, run_cli
@@ -358,3 +360,21 @@ def test_every_view_shows_the_same_score_and_misconceptions() -> None:
         for fmt in ("text", "markdown", "html"):
             assert mid in views[fmt], fmt
         assert mid in json.loads(views["gradescope"])["output"]
+
+
+@pytest.mark.parametrize("assignment", ["softmax", "attention", "multi_head_attention"])
+def test_notebook_check_on_the_starter_stub_says_not_implemented(assignment: str) -> None:
+    namespace: dict[str, Any] = {}
+    exec(kit_files(assignment)[f"{assignment}.py"], namespace)  # noqa: S102 - our own stub
+    function = namespace[ASSIGNMENTS[assignment].function]
+    feedback = check(function, display=False)
+    assert feedback is not None and feedback.score == 0 and feedback.misconceptions == []
+    assert "not implemented yet" in feedback.report["errors"][0]["message"]
+
+
+def test_rubric_points_come_in_whole_credit_steps() -> None:
+    """The GitHub view spells the score out in equal units; odd weights would blow it up."""
+    for assignment in ASSIGNMENTS:
+        for item in rubric(assignment)["checks"]:
+            steps = item["points"] / CREDIT_STEP
+            assert abs(steps - round(steps)) < 1e-9, (assignment, item["id"])
