@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from grader import sandbox
 from grader.sandbox.limits import Limits
 
 from .conftest import SUBMISSIONS
@@ -16,6 +17,15 @@ from .conftest import SUBMISSIONS
 CORRECT = (SUBMISSIONS / "attention" / "correct_matmul.py").read_text()
 FAST = Limits(import_seconds=5, call_seconds=1.0, total_seconds=12, cell_seconds=2)
 HEADER = "import numpy as np, os, sys, time, subprocess, signal, threading\n"
+
+
+@pytest.fixture(autouse=True, params=["fresh-interpreter", "fork-server"])
+def start_mode(request: pytest.FixtureRequest):
+    """Every guarantee holds both for a fresh interpreter per submission (grade, check) and for a
+    fork of the pre-warmed server (batch)."""
+    sandbox.use_fork_server(request.param == "fork-server")
+    yield request.param
+    sandbox.use_fork_server(False)
 
 
 def wrap(body: str) -> str:

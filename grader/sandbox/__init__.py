@@ -10,6 +10,9 @@ remaining probes, within the total budget.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import json
 import os
 import secrets
 import select
@@ -113,6 +116,122 @@ def decode_arrays(header: dict[str, Any], blob: bytes) -> dict[str, Any]:
     return arrays
 
 
+class _ForkServer:
+    """A pre-warmed worker (``worker.py --zygote``) that forks a fresh child per run.
+
+    Used for batch grading, where starting an interpreter and importing NumPy for every
+    submission would cost more than grading it. Each run is still its own process in its own
+    session, with its own limits, environment, directory and tripwires; only the start-up is shared.
+    The server never loads grader code, so a fork holds nothing of the grader's either.
+    """
+
+    def __init__(self) -> None:
+        import socket
+
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.home = tempfile.mkdtemp(prefix="attention-grader-server-")
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", "-B", str(WORKER), "--zygote", str(theirs.fileno())],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            cwd=self.home, env=child_environment(self.home, secrets.token_hex(8)),
+            pass_fds=(theirs.fileno(),), start_new_session=True)
+        theirs.close()
+        self.socket = ours
+        self.exits: dict[int, int] = {}
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def _receive(self, timeout: float) -> dict[str, Any] | None:
+        ready, _, _ = select.select([self.socket], [], [], max(0.0, timeout))
+        if not ready:
+            return None
+        data = self.socket.recv(1 << 16)
+        if not data:
+            raise EOFError
+        message = json.loads(data)
+        if message.get("op") == "exited":
+            self.exits[int(message["pid"])] = int(message["code"])
+        return dict(message)
+
+    def _until(self, op: str, seconds: float) -> dict[str, Any]:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            message = self._receive(deadline - time.monotonic())
+            if message is not None and message.get("op") == op:
+                return message
+        raise EOFError(f"the fork server did not answer {op!r}")
+
+    def spawn(self, cwd: Path, env: dict[str, str], fds: tuple[int, int, int]) -> int:
+        import socket
+
+        request = {"op": "spawn", "cwd": str(cwd), "env": env}
+        socket.send_fds(self.socket, [json.dumps(request).encode()], list(fds))
+        return int(self._until("spawned", 10.0)["pid"])
+
+    def wait(self, pid: int, timeout: float) -> int | None:
+        deadline = time.monotonic() + timeout
+        while pid not in self.exits:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            try:
+                self._receive(remaining)
+            except (EOFError, OSError):
+                return None
+        return self.exits.pop(pid)
+
+    def sweep(self) -> None:
+        """Have the server kill and reap what a finished run left adopted by it. Not awaited: the
+        server handles requests in order, so the sweep is done before the next run starts."""
+        self.exits.clear()
+        with contextlib.suppress(OSError):
+            self.socket.send(json.dumps({"op": "sweep"}).encode())
+
+    def close(self) -> None:
+        self.socket.close()
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
+        self.process.wait()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+class _Forked:
+    """The ``Popen``-like handle of a child forked by the server."""
+
+    def __init__(self, server: _ForkServer, pid: int) -> None:
+        self.server, self.pid = server, pid
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = self.server.wait(self.pid, 5.0 if timeout is None else timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(str(self.pid), timeout or 5.0)
+        return code
+
+
+_fork_server: _ForkServer | None = None
+_use_fork_server = False
+
+
+def use_fork_server(enabled: bool = True) -> None:
+    """Run each submission in a fork of a pre-warmed server (batch grading) instead of a new
+    interpreter. The server starts on first use and dies with this process."""
+    global _use_fork_server
+    _use_fork_server = enabled
+
+
+def _server() -> _ForkServer | None:
+    global _fork_server
+    if not _use_fork_server:
+        return None
+    if _fork_server is None or not _fork_server.alive():
+        if _fork_server is not None:
+            _fork_server.close()
+        _fork_server = _ForkServer()
+        atexit.register(_fork_server.close)
+    return _fork_server
+
+
 class _Child:
     """One worker process and its two pipes."""
 
@@ -124,18 +243,27 @@ class _Child:
         request_read, self.request_write = os.pipe()
         self.result_read, result_write = os.pipe()
         self.stdout_path = logdir / f"stdout-{attempt}.txt"
+        self.server = _server()  # before listing what to spare: the server is one of them
         self.spared = own_children()
+        self.process: subprocess.Popen[bytes] | _Forked
         with open(self.stdout_path, "wb") as out:
-            self.process = subprocess.Popen(
-                [sys.executable, "-I", "-B", str(WORKER), str(request_read), str(result_write)],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=workdir,
-                env=child_environment(str(workdir), self.marker),
-                pass_fds=(request_read, result_write),
-                start_new_session=True,
-            )
+            environment = child_environment(str(workdir), self.marker)
+            if self.server is not None:
+                pid = self.server.spawn(workdir, environment,
+                                        (request_read, result_write, out.fileno()))
+                self.process = _Forked(self.server, pid)
+            else:
+                self.process = subprocess.Popen(
+                    [sys.executable, "-I", "-B", str(WORKER), str(request_read),
+                     str(result_write)],
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    cwd=workdir,
+                    env=environment,
+                    pass_fds=(request_read, result_write),
+                    start_new_session=True,
+                )
         os.close(request_read)
         os.close(result_write)
         self.reader = wire.FrameReader(limits.max_result_mb << 20)
@@ -194,6 +322,9 @@ class _Child:
 
     def stop(self) -> None:
         kill_run(self.process.pid, self.marker, self.spared)
+        if self.server is not None:  # the server reaps its forks; it is told to sweep up
+            self.server.sweep()
+            return
         try:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -251,6 +382,8 @@ def run(submission: Submission, plan: Planner, limits: Limits = DEFAULT_LIMITS,
               "audit-hook-tripwire", "raw-array-channel"]
     if become_subreaper():
         layers.append("child-subreaper")
+    if _use_fork_server:
+        layers.append("prewarmed-fork-server")
     info.isolation = tuple(layers)
     started = time.monotonic()
     total_deadline = started + limits.total_seconds
