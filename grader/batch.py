@@ -1,45 +1,153 @@
-"""Grading many submissions: one report per submission, a summary, isolation between them.
+"""Grading a class: find the submissions, grade each in isolation, write reports and a summary.
 
-Each submission is graded in a pool worker process of its own choosing, which runs the
-submission in its own sandboxed child; a crash, hang or memory blow-up of one submission is
-confined to its child and is reported for that submission only.
+- Inputs: files, folders and globs; a folder per student (GitHub Classroom clones); Gradescope's
+  "export submissions" folder (``submission_metadata.yml`` and a folder per submission).
+- Each submission is graded by a worker (a local process pool with a pre-warmed fork server, or a
+  Dask cluster); the submission itself runs in its own sandboxed child, so a crash, hang or memory
+  blow-up is that submission's report and nobody else's.
+- One report per submission, written atomically; re-running skips submissions whose report is up
+  to date (same content hash, grader version, assignment and seed).
+- ``summary.csv``, ``summary.json`` and the class report (``grader.class_report``).
 """
 
 from __future__ import annotations
 
 import csv
 import glob
+import hashlib
 import io
 import json
+import multiprocessing
 import re
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import resource
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader import __version__
+from grader.model import FUNCTIONS
 from grader.sandbox.limits import DEFAULT_LIMITS, Limits
 
 SUFFIXES = (".py", ".ipynb")
+GRADESCOPE_METADATA = "submission_metadata.yml"
 
 
-def find_submissions(paths: Iterable[str]) -> list[Path]:
-    """Files as given, folders searched recursively, globs expanded; sorted, without duplicates."""
-    found: dict[Path, None] = {}
+@dataclass(frozen=True)
+class Entry:
+    """One student's submission: who, and the candidate files (the best-graded one counts)."""
+
+    student: str
+    files: tuple[Path, ...]
+    origin: str = "file"
+
+    @property
+    def label(self) -> str:
+        return self.student
+
+
+def candidates(folder: Path) -> tuple[Path, ...]:
+    found = []
+    for path in sorted(folder.rglob("*")):
+        parts = path.relative_to(folder).parts
+        if (path.suffix in SUFFIXES and path.is_file()
+                and not any(p.startswith((".", "__")) or p == "node_modules" for p in parts)):
+            found.append(path)
+    return tuple(found)
+
+
+def _gradescope_loader() -> Any:
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        """Gradescope's metadata may carry Ruby tags (``!ruby/object:BigDecimal``): read the
+        plain value underneath instead of failing."""
+
+    def untagged(loader: Any, suffix: str, node: Any) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            return loader.construct_mapping(node)
+        if isinstance(node, yaml.SequenceNode):
+            return loader.construct_sequence(node)
+        return loader.construct_scalar(node)
+
+    Loader.add_multi_constructor("!", untagged)
+    return Loader
+
+
+def _submitters(info: Any) -> str:
+    if not isinstance(info, dict):
+        return ""
+    people = info.get(":submitters") or info.get("submitters") or []
+    names = []
+    for person in people if isinstance(people, list) else []:
+        if isinstance(person, dict):
+            name = person.get(":name") or person.get("name") or ""
+            email = person.get(":email") or person.get("email") or ""
+            names.append(f"{name} <{email}>" if name and email else str(name or email))
+    return "; ".join(n for n in names if n)
+
+
+def gradescope_export(folder: Path) -> list[Entry]:
+    """The submissions of a Gradescope export folder, named after their submitters."""
+    import yaml
+
+    metadata = yaml.load((folder / GRADESCOPE_METADATA).read_text(),  # noqa: S506 - safe loader
+                         Loader=_gradescope_loader()) or {}
+    entries = []
+    for key in sorted(metadata):
+        submission = folder / str(key)
+        student = _submitters(metadata[key]) or str(key)
+        files = candidates(submission) if submission.is_dir() else ()
+        entries.append(Entry(f"{student} ({key})" if student != key else student, files,
+                             "gradescope"))
+    return entries
+
+
+def discover(paths: Iterable[str]) -> list[Entry]:
+    """Files as given; a Gradescope export; else each file in a folder is a student and each
+    sub-folder is a student (its files are the candidates). Globs are expanded."""
+    entries: dict[tuple[str, tuple[Path, ...]], Entry] = {}
+
+    def add(entry: Entry) -> None:
+        entries.setdefault((entry.student, entry.files), entry)
+
     for raw in paths:
         matches = [Path(p) for p in sorted(glob.glob(raw, recursive=True))] or [Path(raw)]
         for path in matches:
-            if path.is_dir():
-                for child in sorted(path.rglob("*")):
-                    if (child.suffix in SUFFIXES and child.is_file()
-                            and not any(part.startswith(".") for part in child.parts)):
-                        found[child] = None
-            elif path.is_file():
-                found[path] = None
-    return list(found)
+            if path.is_file() and path.suffix in SUFFIXES:
+                add(Entry(path.stem, (path,)))
+            elif path.is_dir() and (path / GRADESCOPE_METADATA).is_file():
+                for entry in gradescope_export(path):
+                    add(entry)
+            elif path.is_dir():
+                for child in sorted(path.iterdir()):
+                    if child.name.startswith((".", "__")):
+                        continue
+                    if child.is_file() and child.suffix in SUFFIXES:
+                        add(Entry(child.stem, (child,)))
+                    elif child.is_dir():
+                        add(Entry(child.name, candidates(child), "folder"))
+    return list(entries.values())
 
 
-def report_name(path: Path, taken: set[str]) -> str:
-    base = re.sub(r"[^A-Za-z0-9._-]+", "_", "_".join(path.parts[-3:])).strip("_") or "submission"
+def content_hash(files: Sequence[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode() + b"\0")
+        try:
+            digest.update(path.read_bytes())
+        except OSError as exc:
+            digest.update(repr(exc).encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def report_name(label: str, taken: set[str]) -> str:
+    base = re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_.")[:100] or "submission"
     name, counter = base, 1
     while name in taken:
         counter += 1
@@ -48,54 +156,240 @@ def report_name(path: Path, taken: set[str]) -> str:
     return name + ".json"
 
 
-def _grade_one(path: str, assignment: str, seed: int, limits: Limits) -> dict[str, Any]:
-    from grader.api import grade
+@dataclass(frozen=True)
+class Job:
+    entry: Entry
+    assignment: str
+    seed: int
+    limits: Limits
+    key: dict[str, Any] = field(default_factory=dict)
 
-    return grade(path, assignment=assignment, seed=seed, limits=limits)
+
+def _prefers(files: Sequence[Path], function: str) -> list[Path]:
+    """Candidates that mention the function first (a starter kit has both a stub and the work)."""
+    def mentions(path: Path) -> bool:
+        try:
+            return f"def {function}" in path.read_text(errors="replace")
+        except OSError:
+            return False
+
+    chosen = [f for f in files if mentions(f)]
+    return chosen or list(files)
 
 
-def run_batch(submissions: Sequence[Path], assignment: str, out_dir: Path, *, jobs: int = 1,
-              seed: int = 0, limits: Limits = DEFAULT_LIMITS,
-              progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+def grade_entry(job: Job) -> dict[str, Any]:
+    """Grade one student's submission: every candidate file, keeping the best report."""
+    from grader.api import error_report, grade
+    from grader.model import GraderError
+
+    entry = job.entry
+    if not entry.files:
+        report = error_report(job.assignment, [GraderError(
+            "missing-function", "no .py file or .ipynb notebook was found in this submission")],
+            {"submission": entry.student})
+    else:
+        best: dict[str, Any] | None = None
+        for path in _prefers(entry.files, FUNCTIONS[job.assignment])[:4]:
+            try:
+                report = grade(path, assignment=job.assignment, seed=job.seed, limits=job.limits)
+            except Exception as exc:  # the grader failed for this one: say so, go on
+                report = error_report(job.assignment,
+                                      [GraderError("crashed", f"grader error: {exc!r}")],
+                                      {"submission": path.name})
+            report["metadata"]["submission_path"] = str(path)
+            if best is None or report["score"] > best["score"]:
+                best = report
+        assert best is not None
+        report = best
+    report["metadata"].update(student=entry.student, batch_key=job.key,
+                              worker_peak_rss_mb=_peak_rss_mb())
+    return report
+
+
+def _peak_rss_mb() -> float:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / 1024 if sys.platform != "darwin" else peak / 2**20, 1)
+
+
+def _warm_worker() -> None:
+    """Pool initializer: import the grading stages and start the fork server once."""
+    from grader import api, sandbox
+
+    sandbox.use_fork_server(True)
+    api._import_numeric_stages()
+    sandbox._server()
+
+
+def _grade_entry_warm(job: Job) -> dict[str, Any]:
+    """``grade_entry`` on a Dask worker, through that worker's own pre-warmed fork server."""
+    from grader import sandbox
+
+    sandbox.use_fork_server(True)
+    return grade_entry(job)
+
+
+@contextmanager
+def local_executor(jobs: int) -> Iterator[Callable[[Job], Future[dict[str, Any]]]]:
+    # forkserver: workers start from a clean, single-threaded server, not from a fork of this
+    # (possibly multi-threaded) process
+    context = multiprocessing.get_context("forkserver")
+    with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context,
+                             initializer=_warm_worker) as pool:
+        yield lambda job: pool.submit(grade_entry, job)
+
+
+@contextmanager
+def dask_executor(scheduler: str) -> Iterator[Callable[[Job], Any]]:
+    """Submit the same ``grade_entry`` to a Dask cluster (``pip install attention-grader[distributed]``)."""
+    try:
+        from distributed import Client
+    except ImportError as exc:
+        raise RuntimeError("--executor dask needs the `distributed` package: "
+                           "pip install 'attention-grader[distributed]'") from exc
+    with Client(scheduler) as client:
+        yield lambda job: client.submit(_grade_entry_warm, job, pure=False)
+
+
+def _completed(futures: Sequence[Any]) -> Iterator[Any]:
+    if futures and not isinstance(futures[0], Future):
+        from distributed import as_completed as dask_completed
+
+        yield from dask_completed(futures)
+    else:
+        yield from as_completed(futures)
+
+
+class Progress:
+    """A bar with count, rate and ETA on a terminal; one plain line per submission otherwise."""
+
+    def __init__(self, total: int, stream: Any = None, interactive: bool | None = None) -> None:
+        self.total, self.done, self.started = total, 0, time.monotonic()
+        self.stream = stream if stream is not None else sys.stderr
+        self.interactive = (self.stream.isatty() if interactive is None else interactive)
+
+    def advance(self, line: str) -> None:
+        self.done += 1
+        elapsed = time.monotonic() - self.started
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        left = (self.total - self.done) / rate if rate else 0.0
+        if self.interactive:
+            filled = int(30 * self.done / max(1, self.total))
+            self.stream.write(f"\r[{'#' * filled}{' ' * (30 - filled)}] {self.done}/{self.total}"
+                              f"  {rate:.1f}/s  ETA {int(left) // 60}:{int(left) % 60:02d} ")
+            if self.done == self.total:
+                self.stream.write("\n")
+        else:
+            self.stream.write(f"[{self.done}/{self.total}] {line}\n")
+        self.stream.flush()
+
+
+def _up_to_date(path: Path, key: dict[str, Any]) -> dict[str, Any] | None:
+    try:
+        report = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if isinstance(report, dict) and report.get("metadata", {}).get("batch_key") == key:
+        return report
+    return None
+
+
+def _row(entry: Entry, name: str, report: dict[str, Any]) -> dict[str, Any]:
+    meta = report.get("metadata", {})
+    return {
+        "student": entry.student,
+        "submission": meta.get("submission_path") or (str(entry.files[0]) if entry.files
+                                                      else ""),
+        "report": name,
+        "status": report["status"],
+        "score": report["score"],
+        "max_score": report["max_score"],
+        "misconceptions": [m["id"] for m in report["misconceptions"]],
+        "errors": [e["kind"] for e in report["errors"]],
+        "failed_checks": [c["id"] for c in report["checks"] if not c["passed"]],
+        "seconds": meta.get("duration_seconds", 0.0),
+    }
+
+
+@dataclass
+class BatchResult:
+    rows: list[dict[str, Any]]
+    graded: int
+    reused: int
+    seconds: float
+    worker_peak_rss_mb: float
+
+
+def run_batch(entries: Sequence[Entry], assignment: str, out_dir: Path, *, jobs: int = 1,
+              seed: int = 0, limits: Limits = DEFAULT_LIMITS, executor: str = "local",
+              scheduler: str | None = None, resume: bool = True,
+              progress: Progress | None = None) -> BatchResult:
     from grader.cli import write_atomically
 
+    started = time.monotonic()
     out_dir.mkdir(parents=True, exist_ok=True)
     taken: set[str] = set()
-    names = {path: report_name(path, taken) for path in submissions}
-    rows: list[dict[str, Any]] = []
-    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {pool.submit(_grade_one, str(p), assignment, seed, limits): p
-                   for p in submissions}
-        for done, future in enumerate(as_completed(futures), 1):
-            path = futures[future]
-            try:
-                report = future.result()
-            except Exception as exc:  # the grader itself failed for this one; say so, go on
-                from grader.api import error_report
-                from grader.model import GraderError
-
-                report = error_report(assignment, [GraderError("crashed", f"grader error: {exc}")],
-                                       {"submission": path.name})
-            write_atomically(out_dir / names[path], json.dumps(report, indent=2) + "\n")
-            rows.append({
-                "submission": str(path),
-                "report": names[path],
-                "status": report["status"],
-                "score": report["score"],
-                "max_score": report["max_score"],
-                "misconceptions": [m["id"] for m in report["misconceptions"]],
-                "errors": [e["kind"] for e in report["errors"]],
-            })
+    names = [report_name(e.label, taken) for e in entries]
+    rows: dict[int, dict[str, Any]] = {}
+    todo: list[tuple[int, Job]] = []
+    for index, entry in enumerate(entries):
+        key = {"content_sha256": content_hash(entry.files), "grader_version": __version__,
+               "assignment": assignment, "seed": seed}
+        existing = _up_to_date(out_dir / names[index], key) if resume else None
+        if existing is not None:
+            rows[index] = _row(entry, names[index], existing)
             if progress:
-                progress(f"[{done}/{len(submissions)}] {path}: {report['score']:g}/"
-                         f"{report['max_score']:g} {' '.join(rows[-1]['misconceptions'])}")
-    rows.sort(key=lambda r: r["submission"])
-    write_atomically(out_dir / "summary.json", json.dumps(rows, indent=2) + "\n")
+                progress.advance(f"{entry.label}: up to date")
+        else:
+            todo.append((index, Job(entry, assignment, seed, limits, key)))
+    peak = 0.0
+    if todo:
+        context = (dask_executor(scheduler or "") if executor == "dask"
+                   else local_executor(min(jobs, len(todo))))
+        with context as submit:
+            futures = {submit(job): (index, job) for index, job in todo}
+            for future in _completed(list(futures)):
+                index, job = futures[future]
+                report = _collect(future, job)
+                peak = max(peak, float(report["metadata"].get("worker_peak_rss_mb", 0.0)))
+                write_atomically(out_dir / names[index],
+                                 json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+                rows[index] = _row(job.entry, names[index], report)
+                if progress:
+                    row = rows[index]
+                    progress.advance(f"{job.entry.label}: {row['score']:g}/{row['max_score']:g} "
+                                     f"{' '.join(row['misconceptions'] + row['errors'])}".rstrip())
+    ordered = [rows[i] for i in range(len(entries))]
+    write_summaries(ordered, out_dir, assignment)
+    return BatchResult(ordered, len(todo), len(entries) - len(todo),
+                       time.monotonic() - started, peak)
+
+
+def _collect(future: Any, job: Job) -> dict[str, Any]:
+    try:
+        return dict(future.result())
+    except Exception as exc:  # the worker itself died (e.g. killed): report it for this one only
+        from grader.api import error_report
+        from grader.model import GraderError
+
+        report = error_report(job.assignment, [GraderError("crashed", f"grader error: {exc!r}")],
+                              {"submission": job.entry.student})
+        report["metadata"].update(student=job.entry.student)
+        return report
+
+
+def write_summaries(rows: Sequence[dict[str, Any]], out_dir: Path, assignment: str) -> None:
+    from grader.class_report import write_class_report
+    from grader.cli import write_atomically
+
+    write_atomically(out_dir / "summary.json", json.dumps(list(rows), indent=2,
+                                                          ensure_ascii=False) + "\n")
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["submission", "status", "score", "max_score", "misconceptions", "errors"])
+    writer.writerow(["student", "submission", "status", "score", "max_score", "misconceptions",
+                     "errors", "report"])
     for row in rows:
-        writer.writerow([row["submission"], row["status"], row["score"], row["max_score"],
-                         " ".join(row["misconceptions"]), " ".join(row["errors"])])
+        writer.writerow([row["student"], row["submission"], row["status"], row["score"],
+                         row["max_score"], " ".join(row["misconceptions"]),
+                         " ".join(row["errors"]), row["report"]])
     write_atomically(out_dir / "summary.csv", buffer.getvalue())
-    return rows
+    write_class_report(rows, out_dir, assignment)

@@ -149,23 +149,44 @@ def check(submission: Path, assignment: str | None, fmt: str, **options: Any) ->
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--assignment", "-a", type=click.Choice(ASSIGNMENT_IDS), required=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Folder for one report per submission plus summary.csv and summary.json.")
+              help="Folder for one report per submission, summary.csv/json/md and report.html.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Submissions graded at once (default: the number of CPUs).")
 @click.option("--seed", type=int, default=None, help="Probe seed, as for `grade`.")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=None, help="Seconds per call.")
+@click.option("--total-timeout", type=click.FloatRange(min=0.5), default=None,
+              help="Seconds per submission for everything.")
+@click.option("--executor", type=click.Choice(["local", "dask"]), default="local",
+              show_default=True, help="Grade in local processes or on a Dask cluster.")
+@click.option("--scheduler", default=None,
+              help="Dask scheduler address (tcp://host:8786) for --executor dask.")
+@click.option("--force", is_flag=True,
+              help="Regrade everything, even submissions whose report is up to date.")
 def batch(paths: tuple[str, ...], assignment: str, out_dir: Path, jobs: int | None,
-          seed: int | None, timeout: float | None) -> None:
-    """Grade many submissions (files, folders or globs), one report each, plus a summary."""
-    from grader.batch import find_submissions, run_batch
+          seed: int | None, timeout: float | None, total_timeout: float | None, executor: str,
+          scheduler: str | None, force: bool) -> None:
+    """Grade a class: files, folders (one per student), globs or a Gradescope export.
 
-    submissions = find_submissions(paths)
-    if not submissions:
+    Writes one report per submission, summary.csv, summary.json, summary.md and report.html.
+    Re-running skips submissions whose report is up to date.
+    """
+    from grader.batch import Progress, discover, run_batch
+
+    if executor == "dask" and not scheduler:
+        raise click.UsageError("--executor dask needs --scheduler ADDRESS.")
+    entries = discover(paths)
+    if not entries:
         raise click.UsageError("no .py or .ipynb submissions found in the given paths.")
-    limits = _limits(timeout, None, None, None)
-    summary = run_batch(submissions, assignment, out_dir, jobs=jobs or os.cpu_count() or 1,
-                        seed=_seed(seed), limits=limits, progress=click.echo)
-    click.echo(f"graded {len(summary)} submissions; reports in {out_dir}")
+    limits = _limits(timeout, None, total_timeout, None)
+    try:
+        result = run_batch(entries, assignment, out_dir, jobs=jobs or os.cpu_count() or 1,
+                           seed=_seed(seed), limits=limits, executor=executor,
+                           scheduler=scheduler, resume=not force,
+                           progress=Progress(len(entries)))
+    except RuntimeError as exc:
+        raise click.UsageError(str(exc)) from None
+    click.echo(f"graded {result.graded}, up to date {result.reused}, in {result.seconds:.1f} s; "
+               f"reports and the class report (summary.md, report.html) in {out_dir}")
 
 
 @main.command("gradescope-zip")

@@ -147,23 +147,6 @@ def build_zip(assignment: str, output: Path, *, seed: int | None = None,
     return config
 
 
-def find_submission(folder: Path, assignment: str) -> Path | None:
-    """The file to grade among what the student uploaded: the notebook or .py that defines the
-    assignment's function, else the only candidate, else the first in name order."""
-    candidates = sorted(p for p in folder.rglob("*") if p.is_file()
-                        and p.suffix in (".py", ".ipynb")
-                        and not any(part.startswith((".", "__")) for part in
-                                    p.relative_to(folder).parts))
-    wanted = f"def {FUNCTIONS[assignment]}"
-    for path in candidates:
-        try:
-            if wanted in path.read_text(errors="replace"):
-                return path
-        except OSError:
-            continue
-    return candidates[0] if candidates else None
-
-
 def _no_submission_results(folder: Path) -> dict[str, Any]:
     return {
         "score": 0.0,
@@ -176,23 +159,21 @@ def _no_submission_results(folder: Path) -> dict[str, Any]:
 
 def run(root: Path, config: dict[str, Any]) -> Path:
     """Grade ``root/submission`` as configured; write and return ``root/results/results.json``."""
-    from grader.api import error_report, grade
-    from grader.model import GraderError
+    from grader.batch import Entry, Job, candidates, grade_entry
     from grader.render import gradescope
+    from grader.sandbox.limits import DEFAULT_LIMITS
 
     results_path = root / "results" / "results.json"
     results_path.parent.mkdir(parents=True, exist_ok=True)
-    assignment = config["assignment"]
-    submission = find_submission(root / "submission", assignment) if (
-        root / "submission").is_dir() else None
-    if submission is None:
-        results_path.write_text(json.dumps(_no_submission_results(root / "submission"), indent=2))
+    folder = root / "submission"
+    files = candidates(folder) if folder.is_dir() else ()
+    if not files:
+        results_path.write_text(json.dumps(_no_submission_results(folder), indent=2))
         return results_path
-    try:
-        report = grade(submission, assignment=assignment, seed=int(config.get("seed", 0)))
-    except Exception as exc:  # our bug: the student still gets a results file that says so
-        report = error_report(assignment, [GraderError("crashed", f"internal grader error: {exc!r}")],
-                              {"submission": submission.name})
+    # several files (a notebook and a .py, say): each is graded and the best one counts
+    job = Job(Entry("submission", files), config["assignment"], int(config.get("seed", 0)),
+              DEFAULT_LIMITS)
+    report = grade_entry(job)
     text = gradescope.render(report, hidden_visibility=config.get("hidden_visibility",
                                                                   "after_published"))
     results_path.write_text(text)

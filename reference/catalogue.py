@@ -10,6 +10,7 @@ Adding a misconception = adding a row here (and, if it needs a new wrong choice,
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -432,7 +433,11 @@ def deviations(assignment: str) -> tuple[tuple[str, str], ...]:
 
 def ids_for(assignment: str, recipe: Mapping[str, str]) -> tuple[str, ...]:
     """The misconception IDs that the wrong choices of ``recipe`` stand for, in catalogue order."""
-    chosen = set(recipe.items())
+    return _ids_for(assignment, frozenset(recipe.items()))
+
+
+@functools.cache
+def _ids_for(assignment: str, chosen: frozenset[tuple[str, str]]) -> tuple[str, ...]:
     absorbed = {
         (knob, choice)
         for row in CATALOGUE
@@ -454,7 +459,12 @@ def ids_for(assignment: str, recipe: Mapping[str, str]) -> tuple[str, ...]:
 
 def ignored_tags(assignment: str, recipe: Mapping[str, str]) -> frozenset[str]:
     """Probe tags on which ``recipe`` is not compared (see ``Misconception.ignores``)."""
+    return _ignored_tags(assignment, frozenset(recipe.items()))
+
+
+@functools.cache
+def _ignored_tags(assignment: str, chosen: frozenset[tuple[str, str]]) -> frozenset[str]:
     tags: set[str] = set()
-    for row_id in ids_for(assignment, recipe):
+    for row_id in _ids_for(assignment, chosen):
         tags |= BY_ID[row_id].ignores
     return frozenset(tags)

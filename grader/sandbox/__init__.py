@@ -273,7 +273,7 @@ class _Child:
             "nonce": self.nonce,
             "kind": submission.kind,
             "sources": list(submission.sources),
-            "filename": str(workdir / submission.path.name),
+            "filename": submission.path.name,  # tracebacks say attention.py, not a temp path
             "limits": limits.for_child(),
             "forbidden_roots": forbidden_roots(),
             "wanted": list(WANTED_FUNCTIONS),

@@ -1,0 +1,168 @@
+"""The class report: what a class misunderstood, for the instructor and for office hours.
+
+``class_statistics`` (pure: summary rows in, numbers out) feeds two renderings: ``summary.md``
+and a self-contained ``report.html`` whose charts are inline SVG, so it opens offline, in any
+browser, and still reads as tables where SVG is not shown.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from html import escape
+from pathlib import Path
+from typing import Any
+
+
+def class_statistics(rows: Sequence[dict[str, Any]], assignment: str) -> dict[str, Any]:
+    from grader.assignments import rubric
+    from reference.catalogue import BY_ID
+
+    scores = [float(r["score"]) for r in rows]
+    maximum = float(rows[0]["max_score"]) if rows else float(rubric(assignment)["max_score"])
+    graded = [r for r in rows if r["status"] == "graded"]
+    misconceptions = []
+    counts = Counter(m for r in rows for m in r["misconceptions"])
+    for mid, count in counts.most_common():
+        row = BY_ID.get(mid)
+        misconceptions.append({
+            "id": mid,
+            "title": row.title if row else mid,
+            "explanation": row.explanation if row else "",
+            "question_bank": list(row.question_bank) if row else [],
+            "students": sorted(r["student"] for r in rows if mid in r["misconceptions"]),
+            "count": count,
+            "share": count / len(rows) if rows else 0.0,
+        })
+    checks = []
+    for spec in rubric(assignment)["checks"]:
+        failed = sum(spec["id"] in r.get("failed_checks", []) for r in graded)
+        checks.append({"id": spec["id"], "category": spec["category"],
+                       "pass_rate": (len(graded) - failed) / len(graded) if graded else 0.0})
+    bins = [0] * 10
+    for score in scores:
+        if maximum > 0:
+            bins[min(9, int(10 * score / maximum))] += 1
+    return {
+        "assignment": assignment,
+        "submissions": len(rows),
+        "graded": len(graded),
+        "max_score": maximum,
+        "mean": statistics.fmean(scores) if scores else 0.0,
+        "median": statistics.median(scores) if scores else 0.0,
+        "full_marks": sum(s >= maximum for s in scores),
+        "score_bins": bins,
+        "misconceptions": misconceptions,
+        "checks": checks,
+        "errors": dict(Counter(e for r in rows for e in r["errors"]).most_common()),
+        "no_misconception_but_wrong": sorted(r["student"] for r in graded
+                                             if not r["misconceptions"] and
+                                             float(r["score"]) < maximum),
+    }
+
+
+def _percent(share: float) -> str:
+    return f"{100 * share:.0f}%"
+
+
+def markdown(stats: dict[str, Any]) -> str:
+    top = stats["max_score"]
+    lines = [
+        f"# Class report: `{stats['assignment']}`", "",
+        f"{stats['submissions']} submissions, {stats['graded']} graded. Mean score "
+        f"{stats['mean']:.2f} / {top:g}, median {stats['median']:g}; "
+        f"{stats['full_marks']} with full marks.", "",
+        "## Score distribution", "", "| score | students |", "|---|---|",
+    ]
+    for index, count in enumerate(stats["score_bins"]):
+        low, high = top * index / 10, top * (index + 1) / 10
+        lines.append(f"| {low:g}-{high:g}{'' if index < 9 else ' (incl.)'} | {count} |")
+    lines += ["", "## Misconceptions", ""]
+    if not stats["misconceptions"]:
+        lines += ["None named.", ""]
+    for item in stats["misconceptions"]:
+        bank = ", ".join(item["question_bank"]) or "-"
+        lines += [f"### `{item['id']}`: {item['title']}", "",
+                  f"{item['count']} students ({_percent(item['share'])}). Question bank: {bank}.",
+                  "", item["explanation"], "",
+                  "Students: " + ", ".join(item["students"]), ""]
+    if stats["no_misconception_but_wrong"]:
+        lines += ["Lost points without a catalogued misconception (read their reports): "
+                  + ", ".join(stats["no_misconception_but_wrong"]), ""]
+    lines += ["## Checks: pass rate", "", "| check | category | pass rate |", "|---|---|---|"]
+    lines += [f"| `{c['id']}` | {c['category']} | {_percent(c['pass_rate'])} |"
+              for c in stats["checks"]]
+    lines += ["", "## Errors", ""]
+    lines += ([f"- `{kind}`: {count}" for kind, count in stats["errors"].items()]
+              or ["None."])
+    return "\n".join(lines) + "\n"
+
+
+def _bars(items: Sequence[tuple[str, float, str]], maximum: float, unit: str = "") -> str:
+    """A horizontal bar chart as inline SVG: (label, value, tooltip) per bar."""
+    height, label_width, bar_width = 22, 230, 360
+    parts = [f'<svg role="img" width="{label_width + bar_width + 80}" '
+             f'height="{height * len(items) + 6}" xmlns="http://www.w3.org/2000/svg">']
+    for index, (label, value, tip) in enumerate(items):
+        y = index * height + 4
+        width = 0 if maximum <= 0 else bar_width * value / maximum
+        parts.append(
+            f'<g><title>{escape(tip)}</title>'
+            f'<text x="{label_width - 6}" y="{y + 14}" text-anchor="end" font-size="12">'
+            f'{escape(label)}</text>'
+            f'<rect x="{label_width}" y="{y}" width="{width:.1f}" height="{height - 6}" '
+            f'fill="#4c78a8"/>'
+            f'<text x="{label_width + width + 4:.1f}" y="{y + 14}" font-size="12">'
+            f'{value:g}{unit}</text></g>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def html(stats: dict[str, Any]) -> str:
+    top = stats["max_score"]
+    bins = [(f"{top * i / 10:g}-{top * (i + 1) / 10:g}", float(n), f"{n} students")
+            for i, n in enumerate(stats["score_bins"])]
+    mis = [(m["id"], float(m["count"]), f"{m['title']}: {', '.join(m['students'])}")
+           for m in stats["misconceptions"]]
+    checks = [(c["id"], round(100 * c["pass_rate"]), f"{c['category']}")
+              for c in stats["checks"]]
+    errors = [(kind, float(count), kind) for kind, count in stats["errors"].items()]
+    sections = [
+        f"<h1>Class report: <code>{escape(stats['assignment'])}</code></h1>",
+        f"<p>{stats['submissions']} submissions, {stats['graded']} graded. Mean "
+        f"{stats['mean']:.2f} / {top:g}, median {stats['median']:g}, "
+        f"{stats['full_marks']} with full marks.</p>",
+        "<h2>Score distribution</h2>", _bars(bins, max([b[1] for b in bins] + [1])),
+        "<h2>Misconceptions</h2>",
+        _bars(mis, max([m[1] for m in mis] + [1])) if mis else "<p>None named.</p>",
+    ]
+    for item in stats["misconceptions"]:
+        bank = ", ".join(item["question_bank"]) or "-"
+        sections.append(
+            f"<details><summary><code>{escape(item['id'])}</code>: {escape(item['title'])} "
+            f"({item['count']} students, {_percent(item['share'])})</summary>"
+            f"<p>{escape(item['explanation'])}</p><p>Question bank: {escape(bank)}</p>"
+            f"<p>Students: {escape(', '.join(item['students']))}</p></details>")
+    if stats["no_misconception_but_wrong"]:
+        sections.append("<p>Lost points without a catalogued misconception: "
+                        + escape(", ".join(stats["no_misconception_but_wrong"])) + "</p>")
+    sections += ["<h2>Checks: pass rate</h2>", _bars(checks, 100, "%"),
+                 "<h2>Errors</h2>",
+                 _bars(errors, max([e[1] for e in errors] + [1])) if errors
+                 else "<p>None.</p>"]
+    body = "\n".join(sections)
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>Class report: {escape(stats['assignment'])}</title>"
+        "<style>body{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;"
+        "line-height:1.4}details{margin:.4em 0}code{background:#f3f3f3;padding:0 .2em}"
+        "</style></head><body>\n" + body + "\n</body></html>\n")
+
+
+def write_class_report(rows: Sequence[dict[str, Any]], out_dir: Path, assignment: str) -> None:
+    from grader.cli import write_atomically
+
+    stats = class_statistics(rows, assignment)
+    write_atomically(out_dir / "summary.md", markdown(stats))
+    write_atomically(out_dir / "report.html", html(stats))

@@ -1,0 +1,205 @@
+"""Class-scale grading: discovery of every input layout, isolation between submissions,
+resumability, progress, the class report, and the same reports on a Dask cluster."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grader.batch import Entry, Progress, discover, run_batch
+from grader.report import validate
+
+from .conftest import SUBMISSIONS, run_cli
+
+ATTENTION = SUBMISSIONS / "attention"
+STARTER = Path(__file__).parents[1] / "assignments" / "attention" / "starter" / "attention.ipynb"
+
+
+def make_class(root: Path) -> Path:
+    """Folders per student (with the starter notebook left beside the real work), a loose file,
+    an empty folder, a crashing and a memory-hungry submission."""
+    students = {
+        "ada": "correct_matmul.py",
+        "ben": "combo_dk_inverted.py",
+        "cai": "mask_inverted.py",
+        "dee": "scale_by_dk.py",
+    }
+    for name, fixture in students.items():
+        folder = root / "class" / name
+        folder.mkdir(parents=True)
+        (folder / "attention.py").write_text((ATTENTION / fixture).read_text())
+        shutil.copy(STARTER, folder / "attention.ipynb")
+        (folder / ".git").mkdir()
+        (folder / ".git" / "hook.py").write_text("raise SystemExit")
+    (root / "class" / "eve").mkdir()
+    (root / "class" / "fay.py").write_text(
+        "import os\ndef scaled_dot_product_attention(Q, K, V, mask=None):\n    os._exit(3)\n")
+    (root / "class" / "gus.py").write_text(
+        "def scaled_dot_product_attention(Q, K, V, mask=None):\n"
+        "    return bytearray(8 * 1024 ** 3)\n")
+    return root / "class"
+
+
+def test_discover_each_layout(tmp_path: Path) -> None:
+    folder = make_class(tmp_path)
+    entries = {e.student: e for e in discover([str(folder)])}
+    assert sorted(entries) == ["ada", "ben", "cai", "dee", "eve", "fay", "gus"]
+    assert [f.name for f in entries["ada"].files] == ["attention.ipynb", "attention.py"]
+    assert entries["eve"].files == ()
+    globbed = discover([str(folder / "*.py")])
+    assert [e.student for e in globbed] == ["fay", "gus"]
+
+    export = tmp_path / "export"
+    (export / "submission_101").mkdir(parents=True)
+    (export / "submission_101" / "mine.py").write_text((ATTENTION / "no_scaling.py").read_text())
+    (export / "submission_102").mkdir()
+    (export / "submission_metadata.yml").write_text(
+        "submission_101:\n  :submitters:\n  - :name: Ada Lovelace\n    :sid: '7'\n"
+        "    :email: ada@example.edu\n  :score: !ruby/object:BigDecimal 18:0.1e1\n"
+        "submission_102:\n  :submitters:\n  - :name: Pair One\n  - :name: Pair Two\n")
+    exported = discover([str(export)])
+    assert [e.student for e in exported] == [
+        "Ada Lovelace <ada@example.edu> (submission_101)", "Pair One; Pair Two (submission_102)"]
+    assert exported[0].files[0].name == "mine.py" and exported[1].files == ()
+
+
+def _reports(out: Path) -> dict[str, dict[str, Any]]:
+    found = {}
+    for path in sorted(out.glob("*.json")):
+        if path.name != "summary.json":
+            report = json.loads(path.read_text())
+            validate(report)
+            found[report["metadata"]["student"]] = report
+    return found
+
+
+def test_batch_grades_a_class_and_resumes(tmp_path: Path) -> None:
+    folder = make_class(tmp_path)
+    out = tmp_path / "out"
+    first = run_cli("batch", str(folder), "--assignment", "attention", "--out", str(out),
+                    "--jobs", "2", "--timeout", "1")
+    assert first.returncode == 0, first.stderr
+    reports = _reports(out)
+    assert reports["ada"]["score"] == 10  # the real work counts, not the stub beside it
+    assert {m["id"] for m in reports["ben"]["misconceptions"]} == {"scale-by-dk", "mask-inverted"}
+    assert reports["eve"]["errors"][0]["kind"] == "missing-function"
+    assert reports["fay"]["errors"][0]["kind"] == "crashed" and reports["fay"]["score"] == 0
+    assert reports["gus"]["score"] < 2 and "memory-limit" in {e["kind"] for e in
+                                                              reports["gus"]["errors"]}
+    summary = json.loads((out / "summary.json").read_text())
+    assert [r["student"] for r in summary] == ["ada", "ben", "cai", "dee", "eve", "fay", "gus"]
+    assert (out / "summary.csv").read_text().splitlines()[0].startswith("student,submission")
+    markdown = (out / "summary.md").read_text()
+    assert "`mask-inverted`" in markdown and "ben, cai" in markdown and "A-edge-6" in markdown
+
+    again = run_cli("batch", str(folder), "--assignment", "attention", "--out", str(out))
+    assert "graded 0, up to date 7" in again.stdout
+    (folder / "dee" / "attention.py").write_text((ATTENTION / "correct_loops.py").read_text())
+    changed = run_cli("batch", str(folder), "--assignment", "attention", "--out", str(out))
+    assert "graded 1, up to date 6" in changed.stdout
+    assert _reports(out)["dee"]["score"] == 10
+    reseeded = run_cli("batch", str(folder), "--assignment", "attention", "--out", str(out),
+                       "--seed", "5")
+    assert "graded 7, up to date 0" in reseeded.stdout
+
+
+class _Collector(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.external: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        for name, value in attrs:
+            if name in ("src", "href") and value and "://" in value:
+                self.external.append(value)
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def test_class_report_is_self_contained_and_readable(tmp_path: Path) -> None:
+    rows = [
+        {"student": "ann", "status": "graded", "score": 10.0, "max_score": 10.0,
+         "misconceptions": [], "errors": [], "failed_checks": []},
+        {"student": "bob", "status": "graded", "score": 4.1, "max_score": 10.0,
+         "misconceptions": ["scale-by-dk"], "errors": [], "failed_checks": ["values-2d"]},
+        {"student": "cyd", "status": "graded", "score": 3.7, "max_score": 10.0,
+         "misconceptions": ["scale-by-dk", "mask-inverted"], "errors": [],
+         "failed_checks": ["values-2d", "values-masked"]},
+        {"student": "dan", "status": "error", "score": 0.0, "max_score": 10.0,
+         "misconceptions": [], "errors": ["syntax-error"], "failed_checks": []},
+    ]
+    from grader.class_report import class_statistics, write_class_report
+
+    stats = class_statistics(rows, "attention")
+    assert stats["misconceptions"][0]["id"] == "scale-by-dk"
+    assert stats["misconceptions"][0]["students"] == ["bob", "cyd"]
+    pass_rate = {c["id"]: c["pass_rate"] for c in stats["checks"]}
+    assert pass_rate["values-2d"] == pytest.approx(1 / 3) and pass_rate["values-masked"] == (
+        pytest.approx(2 / 3))
+    assert stats["errors"] == {"syntax-error": 1} and stats["score_bins"][9] == 1
+    write_class_report(rows, tmp_path, "attention")
+    page = (tmp_path / "report.html").read_text()
+    parser = _Collector()
+    parser.feed(page)
+    assert parser.external == [] and "script" not in parser.tags
+    assert parser.tags.count("svg") == 4  # scores, misconceptions, checks, errors
+    text = " ".join(parser.text)
+    for needed in ("scale-by-dk", "bob, cyd", "B-11", "values-masked", "syntax-error"):
+        assert needed in text
+
+
+def test_class_report_renders_in_a_headless_browser(tmp_path: Path) -> None:
+    browser = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")
+                    if shutil.which(b)), None)
+    if browser is None:
+        pytest.skip("no headless browser on this machine")
+    rows = [{"student": "ann", "status": "graded", "score": 4.1, "max_score": 10.0,
+             "misconceptions": ["scale-by-dk"], "errors": [], "failed_checks": ["values-2d"]}]
+    from grader.class_report import write_class_report
+
+    write_class_report(rows, tmp_path, "attention")
+    shot = tmp_path / "shot.png"
+    subprocess.run([browser, "--headless", "--disable-gpu", "--no-sandbox",
+                    f"--screenshot={shot}", (tmp_path / "report.html").as_uri()],
+                   capture_output=True, timeout=60)
+    assert shot.is_file() and shot.stat().st_size > 1000
+
+
+def test_progress_bar_on_a_terminal_and_lines_elsewhere() -> None:
+    stream = io.StringIO()
+    bar = Progress(2, stream, interactive=True)
+    bar.advance("a")
+    bar.advance("b")
+    assert "2/2" in stream.getvalue() and "ETA" in stream.getvalue() and "\r" in stream.getvalue()
+    plain = io.StringIO()
+    lines = Progress(2, plain, interactive=False)
+    lines.advance("ann: 10/10")
+    assert plain.getvalue() == "[1/2] ann: 10/10\n"
+
+
+def test_dask_executor_gives_identical_reports(tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    entries = [Entry(p.stem, (p,)) for p in (ATTENTION / "correct_einsum_prescaled.py",
+                                             ATTENTION / "combo_queries_zerofill.py",
+                                             ATTENTION / "no_batch_support.py")]
+    local = run_batch(entries, "attention", tmp_path / "local", jobs=1)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        remote = run_batch(entries, "attention", tmp_path / "dask", executor="dask",
+                           scheduler=cluster.scheduler_address)
+    assert local.rows and [r["score"] for r in local.rows] == [r["score"] for r in remote.rows]
+    for name in (r["report"] for r in local.rows):
+        mine, theirs = (json.loads((tmp_path / d / name).read_text()) for d in ("local", "dask"))
+        for key in ("score", "misconceptions", "checks", "errors", "status"):
+            assert mine[key] == theirs[key], key
