@@ -203,3 +203,13 @@ def test_dask_executor_gives_identical_reports(tmp_path: Path) -> None:
         mine, theirs = (json.loads((tmp_path / d / name).read_text()) for d in ("local", "dask"))
         for key in ("score", "misconceptions", "checks", "errors", "status"):
             assert mine[key] == theirs[key], key
+
+
+def test_shipped_example_class_is_current(tmp_path: Path) -> None:
+    example = Path(__file__).parents[1] / "assignments" / "attention" / "example_class"
+    shipped = json.loads((example / "reports" / "summary.json").read_text())
+    result = run_batch(discover([str(example / "submissions")]), "attention", tmp_path, jobs=2)
+    fields = ("student", "status", "score", "misconceptions", "errors")
+    assert [{k: r[k] for k in fields} for r in result.rows] == [
+        {k: r[k] for k in fields} for r in shipped]
+    assert (example / "reports" / "report.html").is_file()
