@@ -187,3 +187,43 @@ def test_lying_or_huge_returns_are_never_credited(grade_source, body: str) -> No
     assert report["score"] < 3.0
     assert any(e["kind"] in {"wrong-shape", "runtime-error", "memory-limit", "crashed"}
                for e in report["errors"])
+
+
+def test_network_is_closed_where_the_kernel_allows(grade_source) -> None:
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    server.settimeout(0.2)
+    received: list[bytes] = []
+
+    def accept() -> None:
+        try:
+            connection, _ = server.accept()
+            received.append(connection.recv(100))
+        except OSError:
+            pass
+
+    listener = threading.Thread(target=accept)
+    listener.start()
+    port = server.getsockname()[1]
+    leak = (f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), 1)"
+            ".sendall(b'hidden probes')\nexcept OSError as exc:\n    print('blocked', exc)\n")
+    report = grade_source(leak + CORRECT)
+    listener.join()
+    server.close()
+    layers = set(report["metadata"]["isolation"])
+    if not layers & {"network-namespace", "seccomp"}:
+        pytest.skip("neither a network namespace nor seccomp is available here")
+    assert received == [] and "blocked" in report["metadata"]["stdout"]
+    assert report["score"] == report["max_score"]
+
+
+def test_unprivileged_uid_where_running_as_root(grade_source) -> None:
+    report = grade_source("import os\nprint('uid', os.getuid())\n" + CORRECT)
+    if "unprivileged-uid" not in report["metadata"]["isolation"]:
+        pytest.skip("not root, or Python/NumPy not readable by an unprivileged user here")
+    assert "uid 65534" in report["metadata"]["stdout"]
+    assert report["score"] == report["max_score"]

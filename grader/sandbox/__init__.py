@@ -336,6 +336,9 @@ class _Child:
                 pass
 
 
+KNOWN_LAYERS = ("network-namespace", "unprivileged-uid", "seccomp")
+
+
 def _info_from_loaded(header: dict[str, Any], info: RunInfo) -> None:
     info.defined_functions = tuple(str(f) for f in header.get("functions", []))[:200]
     info.signatures = header.get("signatures") or {}
@@ -358,6 +361,15 @@ def _outcome(probe: Probe, header: dict[str, Any], blob: bytes) -> CallOutcome:
     arrays = decode_arrays(header, blob)
     if "output" not in arrays:
         raise wire.ProtocolError("result without output")
+    # No answer to these inputs, right or wrong, is far larger than the inputs: refusing bigger
+    # arrays here, and copying the rest out of the frame, keeps the grader's memory small.
+    limit = 16 * probe.size + 4096
+    too_big = next((a for a in arrays.values() if a.size > limit), None)
+    if too_big is not None:
+        return CallOutcome(probe.id, "wrong-shape",
+                           f"returned an array of shape {tuple(too_big.shape)}, far larger than "
+                           "any answer for these inputs")
+    arrays = {role: array.copy() for role, array in arrays.items()}
     inputs = tuple(arrays[k] for k in sorted((k for k in arrays if k.startswith("input:")),
                                              key=lambda k: int(k.split(":")[1])))
     return CallOutcome(
@@ -432,6 +444,11 @@ def _drive(child: _Child, info: RunInfo, plan: Planner,
     import_deadline = min(time.monotonic() + limits.import_seconds, total_deadline)
     try:
         frame = child.next_frame(import_deadline)
+        if frame is not None and frame[0].get("type") == "hardened":
+            if first:  # sent before the submission runs, so the submission cannot forge it
+                layers = [str(x) for x in frame[0].get("layers") or [] if x in KNOWN_LAYERS]
+                info.isolation = tuple(dict.fromkeys([*info.isolation, *layers]))
+            frame = child.next_frame(import_deadline)
     except (EOFError, wire.ProtocolError):
         frame = None
         if first:
