@@ -378,3 +378,25 @@ def test_rubric_points_come_in_whole_credit_steps() -> None:
         for item in rubric(assignment)["checks"]:
             steps = item["points"] / CREDIT_STEP
             assert abs(steps - round(steps)) < 1e-9, (assignment, item["id"])
+
+
+def test_notebook_check_shows_html_inside_jupyter(monkeypatch) -> None:
+    """Inside a Jupyter kernel (stood in for by a minimal IPython module) the feedback is
+    displayed as HTML; no IPython is needed to run this test."""
+    import types
+
+    shown: list[Any] = []
+
+    class Shell:
+        config = {"IPKernelApp": {}}
+
+    fake = types.ModuleType("IPython")
+    fake.get_ipython = lambda: Shell()  # type: ignore[attr-defined]
+    display = types.ModuleType("IPython.display")
+    display.HTML = lambda text: ("html", text)  # type: ignore[attr-defined]
+    display.display = shown.append  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "IPython", fake)
+    monkeypatch.setitem(sys.modules, "IPython.display", display)
+    assert check(_function_from(BUGGY, "scaled_dot_product_attention")) is None
+    assert len(shown) == 1 and shown[0][0] == "html"
+    assert "<code>scale-by-dk</code>" in shown[0][1] and "Score: 3.7 / 10" in shown[0][1]

@@ -113,7 +113,9 @@ def test_grader_memory_stays_bounded(tmp_path: Path) -> None:
                           timeout=120)
     assert done.returncode == 0, done.stderr
     score, peak_kb = done.stdout.split()
-    assert int(peak_kb) < 250 * 1024, f"grader peak RSS {int(peak_kb) >> 10} MB"
+    # one ~31 MB frame in flight costs a few transient copies (about 250 MB at the peak here);
+    # keeping every call's arrays, as before the cap, cost about 900 MB and grows per probe
+    assert int(peak_kb) < 400 * 1024, f"grader peak RSS {int(peak_kb) >> 10} MB"
     assert float(score) < 2
 
 

@@ -15,7 +15,7 @@ from grader.sandbox.limits import Limits
 from .conftest import SUBMISSIONS
 
 CORRECT = (SUBMISSIONS / "attention" / "correct_matmul.py").read_text()
-FAST = Limits(import_seconds=5, call_seconds=1.0, total_seconds=12, cell_seconds=2)
+FAST = Limits(import_seconds=3, call_seconds=0.6, total_seconds=10, cell_seconds=2)
 HEADER = "import numpy as np, os, sys, time, subprocess, signal, threading\n"
 
 

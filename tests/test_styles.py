@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from grader.sandbox.limits import Limits
+
 from .conftest import SUBMISSIONS, notebook
 
 ATTENTION = (SUBMISSIONS / "attention" / "correct_matmul.py").read_text().split("\n", 1)[1]
@@ -46,7 +48,7 @@ def test_messy_notebook_still_graded(grade_source) -> None:
 
 def test_notebook_with_endless_cell_still_graded(grade_source) -> None:
     cells = [ATTENTION, "while True:\n    pass"]
-    report = grade_source(notebook(*cells), "loop.ipynb")
+    report = grade_source(notebook(*cells), "loop.ipynb", limits=Limits(cell_seconds=2))
     assert report["status"] == "graded" and report["score"] == report["max_score"]
     assert any(e["kind"] == "timeout" for e in report["errors"])
 
