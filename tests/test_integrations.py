@@ -158,15 +158,14 @@ def test_autograder_always_writes_results(tmp_path: Path) -> None:
     assert broken_python["score"] == 0 and "could not start" in broken_python["output"]
 
 
-@pytest.mark.skipif(subprocess.run([sys.executable, "-c", "import setuptools"],
-                                   capture_output=True).returncode != 0,
-                    reason="building a wheel offline needs setuptools in this environment")
 def test_bundled_grader_is_an_installable_project(tmp_path: Path) -> None:
+    """What setup.sh does on Gradescope: pip builds the bundled copy (fetching its build backend
+    from the package index, as there)."""
     zip_path = tmp_path / "autograder.zip"
     assert run_cli("gradescope-zip", "attention", "-o", str(zip_path)).returncode == 0
     root = _autograder_root(tmp_path, zip_path)
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-                            "--no-build-isolation", "-q", "-w", str(tmp_path / "wheels"),
+                            "-q", "-w", str(tmp_path / "wheels"),
                             str(root / "source" / "attention-grader")],
                            capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr
