@@ -227,3 +227,60 @@ def test_unprivileged_uid_where_running_as_root(grade_source) -> None:
         pytest.skip("not root, or Python/NumPy not readable by an unprivileged user here")
     assert "uid 65534" in report["metadata"]["stdout"]
     assert report["score"] == report["max_score"]
+
+
+def _in_fresh_process(code: str) -> list[str]:
+    """Run ``code`` with the worker module loaded as ``w``, in a process of its own."""
+    import subprocess
+    import sys
+
+    worker = Path(sandbox.__file__).with_name("worker.py")
+    script = ("import importlib.util, sys\nsys.argv = ['worker']\n"
+              f"spec = importlib.util.spec_from_file_location('w', {str(worker)!r})\n"
+              "w = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(w)\n" + code)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_user_namespace_fallback_closes_the_network() -> None:
+    """The unprivileged path (user + network namespace) taken where CAP_SYS_ADMIN is missing."""
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    try:
+        out = _in_fresh_process(
+            "import ctypes, os, socket\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+            "entered = w._user_network_namespace(libc)\nprint(entered, os.geteuid())\n"
+            f"try:\n    socket.create_connection(('127.0.0.1', {port}), 1)\n    print('open')\n"
+            "except OSError:\n    print('closed')\n")
+    finally:
+        server.close()
+    if out[0] != "True":
+        pytest.skip("user namespaces are not allowed here")
+    assert out[1:] == [str(os.geteuid()), "closed"]
+
+
+def test_dropping_to_nobody_stops_signals_and_writes(tmp_path: Path) -> None:
+    """The root path (Gradescope): after the drop the child can neither signal the grader nor
+    write root's files. Readability of Python is assumed here; it is checked in real runs."""
+    if os.geteuid() != 0:
+        pytest.skip("only a root grader drops privileges")
+    target = tmp_path / "grader-owned.txt"
+    target.write_text("keep")
+    work = tmp_path / "work"
+    work.mkdir()
+    out = _in_fresh_process(
+        "import os\nw._world_readable = lambda path: True\n"
+        f"os.chdir({str(work)!r})\nprint(w._drop_privileges(os.getcwd()), os.getuid())\n"
+        f"try:\n    os.kill({os.getpid()}, 0)\n    print('signalled')\n"
+        "except PermissionError:\n    print('refused')\n"
+        f"try:\n    open({str(target)!r}, 'w').write('x')\n    print('written')\n"
+        "except PermissionError:\n    print('refused')\n"
+        "open('scratch.txt', 'w').write('ok')\nprint('workdir-writable')\n")
+    assert out == ["True", "65534", "refused", "refused", "workdir-writable"]
+    assert target.read_text() == "keep"

@@ -135,6 +135,7 @@ def apply_limits(limits):
 
 
 CLONE_NEWNET = 0x40000000
+CLONE_NEWUSER = 0x10000000
 SCMP_ACT_ALLOW = 0x7FFF0000
 SCMP_CMP_EQ = 4
 UNPRIVILEGED_ID = 65534  # nobody
@@ -146,8 +147,24 @@ class _ArgCmp(ctypes.Structure):
 
 
 def _network_namespace(libc):
-    """An empty network namespace (no interface but a down loopback): needs CAP_SYS_ADMIN."""
-    return libc.unshare(CLONE_NEWNET) == 0
+    """An empty network namespace (no interface but a down loopback): directly where the grader
+    has CAP_SYS_ADMIN (root), else inside a new user namespace where those are allowed."""
+    return libc.unshare(CLONE_NEWNET) == 0 or _user_network_namespace(libc)
+
+
+def _user_network_namespace(libc):
+    """Unprivileged: a user namespace mapping our own ids to themselves, plus a network one."""
+    uid, gid = os.geteuid(), os.getegid()
+    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
+        return False
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                       ("gid_map", f"{gid} {gid} 1")):
+        try:
+            with open(f"/proc/self/{name}", "w") as handle:
+                handle.write(text)
+        except OSError:  # without the map files are still ours; ids just show as nobody
+            pass
+    return True
 
 
 def _seccomp_filter():
