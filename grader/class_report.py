@@ -62,6 +62,10 @@ def class_statistics(rows: Sequence[dict[str, Any]], assignment: str) -> dict[st
     }
 
 
+def _students(count: int) -> str:
+    return f"{count} student" if count == 1 else f"{count} students"
+
+
 def _percent(share: float) -> str:
     return f"{100 * share:.0f}%"
 
@@ -84,7 +88,7 @@ def markdown(stats: dict[str, Any]) -> str:
     for item in stats["misconceptions"]:
         bank = ", ".join(item["question_bank"]) or "-"
         lines += [f"### `{item['id']}`: {item['title']}", "",
-                  f"{item['count']} students ({_percent(item['share'])}). Question bank: {bank}.",
+                  f"{_students(item['count'])} ({_percent(item['share'])}). Question bank: {bank}.",
                   "", item["explanation"], "",
                   "Students: " + ", ".join(item["students"]), ""]
     if stats["no_misconception_but_wrong"]:
@@ -141,7 +145,7 @@ def html(stats: dict[str, Any]) -> str:
         bank = ", ".join(item["question_bank"]) or "-"
         sections.append(
             f"<details><summary><code>{escape(item['id'])}</code>: {escape(item['title'])} "
-            f"({item['count']} students, {_percent(item['share'])})</summary>"
+            f"({_students(item['count'])}, {_percent(item['share'])})</summary>"
             f"<p>{escape(item['explanation'])}</p><p>Question bank: {escape(bank)}</p>"
             f"<p>Students: {escape(', '.join(item['students']))}</p></details>")
     if stats["no_misconception_but_wrong"]:

@@ -170,9 +170,12 @@ def test_class_report_renders_in_a_headless_browser(tmp_path: Path) -> None:
 
     write_class_report(rows, tmp_path, "attention")
     shot = tmp_path / "shot.png"
-    subprocess.run([browser, "--headless", "--disable-gpu", "--no-sandbox",
-                    f"--screenshot={shot}", (tmp_path / "report.html").as_uri()],
-                   capture_output=True, timeout=60)
+    subprocess.run([browser, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update",
+                    "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",
+                    "--window-size=1000,1400", f"--screenshot={shot}",
+                    (tmp_path / "report.html").as_uri()],
+                   capture_output=True, timeout=90)
     assert shot.is_file() and shot.stat().st_size > 1000
 
 
