@@ -136,12 +136,16 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
                             "NotImplementedError. Replace the `raise NotImplementedError(...)` "
                             "line of the stub with your implementation, then check again.")
         return error_report(spec.id, [error, *load_errors], metadata)
-    findings = diagnose(spec, probes, outcomes)
-    references = [spec.reference(*p.args) for p in probes]
-    checks = score_checks(spec, probes, outcomes, references)
+    import numpy as np
+
+    with np.errstate(all="ignore"):  # student outputs may hold inf/NaN: judged, not warned about
+        findings = diagnose(spec, probes, outcomes)
+        references = [spec.reference(*p.args) for p in probes]
+        checks = score_checks(spec, probes, outcomes, references)
+        reference_outputs = [out for out, _ in references]
+        errors = [*load_errors, *call_errors(probes, outcomes, reference_outputs)]
     if metadata.get("hidden_probes"):  # their messages show secret probe values
         checks = [dataclasses.replace(c, hidden=c.category != "interface") for c in checks]
-    errors = [*load_errors, *call_errors(probes, outcomes, [out for out, _ in references])]
     score = sum(c.points for c in checks)
     return build(assignment=spec.id, status="graded", score=score, max_score=max_score(spec),
                  findings=findings, checks=checks, errors=errors, metadata=metadata)

@@ -21,6 +21,7 @@ import multiprocessing
 import re
 import resource
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
@@ -230,9 +231,11 @@ def _grade_entry_warm(job: Job) -> dict[str, Any]:
 
 @contextmanager
 def local_executor(jobs: int) -> Iterator[Callable[[Job], Future[dict[str, Any]]]]:
-    # forkserver: workers start from a clean, single-threaded server, not from a fork of this
-    # (possibly multi-threaded) process
-    context = multiprocessing.get_context("forkserver")
+    # Forking is cheapest and works from any script, but forking a multi-threaded process is
+    # unsafe: then workers start from a clean forkserver instead (which, like "spawn", needs the
+    # caller's script to guard its entry point with `if __name__ == "__main__":`).
+    method = "fork" if threading.active_count() == 1 else "forkserver"
+    context = multiprocessing.get_context(method)
     with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context,
                              initializer=_warm_worker) as pool:
         yield lambda job: pool.submit(grade_entry, job)

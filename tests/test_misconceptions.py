@@ -54,3 +54,20 @@ def test_evidence_names_the_numbers_and_a_call_to_paste() -> None:
     assert "divided by d_k = " in evidence and "sqrt(d_k) = " in evidence
     assert "scaled_dot_product_attention(Q, K, V" in evidence
     assert "import numpy as np" in evidence
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("assignment", ["softmax", "attention", "multi_head_attention"])
+def test_hidden_seeds_change_no_verdict(tmp_path: Path, assignment: str, seed: int) -> None:
+    """New probe values (a hidden seed) must neither accuse a correct style nor hide a
+    misconception: every fixture again gets exactly its IDs, correct ones full marks."""
+    from grader.batch import Entry, run_batch
+
+    fixtures = [p for p in FIXTURES if p.parent.name == assignment]
+    result = run_batch([Entry(p.stem, (p,)) for p in fixtures], assignment, tmp_path, jobs=2,
+                       seed=seed)
+    for path, row in zip(fixtures, result.rows):
+        expected = expected_ids(path)
+        assert sorted(row["misconceptions"]) == expected, (path.name, row)
+        if not expected:
+            assert row["score"] == row["max_score"], (path.name, row["failed_checks"])

@@ -284,3 +284,11 @@ def test_dropping_to_nobody_stops_signals_and_writes(tmp_path: Path) -> None:
         "open('scratch.txt', 'w').write('ok')\nprint('workdir-writable')\n")
     assert out == ["True", "65534", "refused", "refused", "workdir-writable"]
     assert target.read_text() == "keep"
+
+
+def test_grading_many_submissions_leaks_no_file_descriptors(grade_source) -> None:
+    grade_source(CORRECT)
+    before = len(os.listdir("/proc/self/fd"))
+    for body in ("return _correct(Q, K, V, mask)", "while True:\n    pass", "os._exit(1)"):
+        grade_source(wrap(body), limits=FAST)
+    assert len(os.listdir("/proc/self/fd")) == before

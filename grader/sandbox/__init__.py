@@ -324,11 +324,11 @@ class _Child:
         kill_run(self.process.pid, self.marker, self.spared)
         if self.server is not None:  # the server reaps its forks; it is told to sweep up
             self.server.sweep()
-            return
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+        else:
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
         for fd in (self.request_write, self.result_read):
             try:
                 os.close(fd)
