@@ -6,7 +6,7 @@
   Dask cluster); the submission itself runs in its own sandboxed child, so a crash, hang or memory
   blow-up is that submission's report and nobody else's.
 - One report per submission, written atomically; re-running skips submissions whose report is up
-  to date (same content hash, grader version, assignment and seed).
+  to date (same content hash, grader version, assignment, seed and limits).
 - ``summary.csv``, ``summary.json`` and the class report (``grader.class_report``).
 """
 
@@ -336,7 +336,7 @@ def run_batch(entries: Sequence[Entry], assignment: str, out_dir: Path, *, jobs:
     todo: list[tuple[int, Job]] = []
     for index, entry in enumerate(entries):
         key = {"content_sha256": content_hash(entry.files), "grader_version": __version__,
-               "assignment": assignment, "seed": seed}
+               "assignment": assignment, "seed": seed, "limits": limits.as_dict()}
         existing = _up_to_date(out_dir / names[index], key) if resume else None
         if existing is not None:
             rows[index] = _row(entry, names[index], existing)

@@ -12,11 +12,11 @@ from typing import Any
 import click
 
 from grader.model import DEFAULT_SEED, FUNCTIONS
+from grader.render.gradescope import VISIBILITIES as GRADESCOPE_VISIBILITIES
 from grader.sandbox.limits import DEFAULT_LIMITS, Limits
 
 ASSIGNMENT_IDS = sorted(FUNCTIONS)
 
-VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 FORMATS = ("json", "text", "gradescope", "github", "markdown", "html")
 SEED_VARIABLE = "ATTENTION_GRADER_SEED"
 
@@ -156,6 +156,10 @@ def check(submission: Path, assignment: str | None, fmt: str, **options: Any) ->
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=None, help="Seconds per call.")
 @click.option("--total-timeout", type=click.FloatRange(min=0.5), default=None,
               help="Seconds per submission for everything.")
+@click.option("--import-timeout", type=click.FloatRange(min=0.1), default=None,
+              help="Seconds to load each submission.")
+@click.option("--memory-mb", type=click.IntRange(min=256), default=None,
+              help="Address-space limit of each submission's process.")
 @click.option("--executor", type=click.Choice(["local", "dask"]), default="local",
               show_default=True, help="Grade in local processes or on a Dask cluster.")
 @click.option("--scheduler", default=None,
@@ -163,7 +167,8 @@ def check(submission: Path, assignment: str | None, fmt: str, **options: Any) ->
 @click.option("--force", is_flag=True,
               help="Regrade everything, even submissions whose report is up to date.")
 def batch(paths: tuple[str, ...], assignment: str, out_dir: Path, jobs: int | None,
-          seed: int | None, timeout: float | None, total_timeout: float | None, executor: str,
+          seed: int | None, timeout: float | None, total_timeout: float | None,
+          import_timeout: float | None, memory_mb: int | None, executor: str,
           scheduler: str | None, force: bool) -> None:
     """Grade a class: files, folders (one per student), globs or a Gradescope export.
 
@@ -177,7 +182,7 @@ def batch(paths: tuple[str, ...], assignment: str, out_dir: Path, jobs: int | No
     entries = discover(paths)
     if not entries:
         raise click.UsageError("no .py or .ipynb submissions found in the given paths.")
-    limits = _limits(timeout, None, total_timeout, None)
+    limits = _limits(timeout, import_timeout, total_timeout, memory_mb)
     try:
         result = run_batch(entries, assignment, out_dir, jobs=jobs or os.cpu_count() or 1,
                            seed=_seed(seed), limits=limits, executor=executor,
@@ -196,14 +201,18 @@ def batch(paths: tuple[str, ...], assignment: str, out_dir: Path, jobs: int | No
 @click.option("--seed", type=int, default=None,
               help="Probe seed used on Gradescope (default: a random secret, so the probes there "
                    "differ from the ones students check against).")
-@click.option("--hidden-visibility", type=click.Choice(VISIBILITIES), default="after_published",
-              show_default=True, help="When students see the tests run on hidden probes.")
+@click.option("--hidden-visibility", type=click.Choice(GRADESCOPE_VISIBILITIES),
+              default="after_published", show_default=True,
+              help="When students see the tests run on hidden probes.")
+@click.option("--package", "packages", multiple=True, metavar="REQUIREMENT",
+              help="An extra package submissions may import (e.g. scipy, torch); repeatable.")
 def gradescope_zip(assignment: str, output: Path, seed: int | None,
-                   hidden_visibility: str) -> None:
+                   hidden_visibility: str, packages: tuple[str, ...]) -> None:
     """Build the autograder.zip to upload to a Gradescope programming assignment."""
     from grader.gradescope import build_zip
 
-    config = build_zip(assignment, output, seed=seed, hidden_visibility=hidden_visibility)
+    config = build_zip(assignment, output, seed=seed, hidden_visibility=hidden_visibility,
+                       packages=packages)
     click.echo(f"wrote {output} for `{assignment}` (seed {config['seed']}; hidden tests "
                f"{hidden_visibility}). Upload it under Configure Autograder -> Zip file upload.")
 

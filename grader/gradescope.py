@@ -12,16 +12,18 @@ from __future__ import annotations
 import argparse
 import json
 import secrets
+import shlex
 import shutil
 import sys
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from grader.cli import VISIBILITIES
 from grader.model import FUNCTIONS
+from grader.render.gradescope import VISIBILITIES
 
 CONFIG_NAME = "autograder.json"
 BUNDLE_DIR = "attention-grader"
@@ -37,6 +39,10 @@ if ! python3 -m venv /autograder/venv; then
 fi
 /autograder/venv/bin/pip install --upgrade pip
 /autograder/venv/bin/pip install ./attention-grader
+"""
+EXTRA_PACKAGES = """\
+# packages the submissions may import, asked for with gradescope-zip --package
+/autograder/venv/bin/pip install {packages}
 """
 
 RUN_AUTOGRADER = """\
@@ -116,7 +122,8 @@ def write_bundle(destination: Path) -> None:
 
 
 def build_zip(assignment: str, output: Path, *, seed: int | None = None,
-              hidden_visibility: str = "after_published") -> dict[str, Any]:
+              hidden_visibility: str = "after_published",
+              packages: Sequence[str] = ()) -> dict[str, Any]:
     """Write ``autograder.zip`` for ``assignment``; return the configuration baked into it.
 
     Without ``seed``, a random secret seed is drawn: the probes on Gradescope then have values no
@@ -130,13 +137,16 @@ def build_zip(assignment: str, output: Path, *, seed: int | None = None,
         "assignment": assignment,
         "seed": secrets.randbelow(2**31 - 1) + 1 if seed is None else int(seed),
         "hidden_visibility": hidden_visibility,
+        "packages": list(packages),
     }
+    setup = SETUP_SH + (EXTRA_PACKAGES.format(packages=" ".join(shlex.quote(p) for p in packages))
+                        if packages else "")
     with tempfile.TemporaryDirectory() as scratch:
         bundle = Path(scratch) / BUNDLE_DIR
         write_bundle(bundle)
         output.parent.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(output, "w", zipfile.ZIP_DEFLATED) as archive:
-            for name, text in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER)):
+            for name, text in (("setup.sh", setup), ("run_autograder", RUN_AUTOGRADER)):
                 info = zipfile.ZipInfo(name)
                 info.external_attr = 0o755 << 16
                 archive.writestr(info, text)

@@ -147,6 +147,18 @@ def test_autograder_zip_grades_like_the_cli(tmp_path: Path) -> None:
     assert _run_autograder(root)["score"] == 10
 
 
+def test_autograder_setup_installs_the_extra_packages(tmp_path: Path) -> None:
+    zip_path = tmp_path / "autograder.zip"
+    built = run_cli("gradescope-zip", "attention", "-o", str(zip_path), "--package", "scipy",
+                    "--package", "torch==2.13.0")
+    assert built.returncode == 0, built.stderr
+    setup = zipfile.ZipFile(zip_path).read("setup.sh").decode()
+    assert "pip install ./attention-grader" in setup
+    assert setup.rstrip().endswith("pip install scipy torch==2.13.0")
+    check_syntax = subprocess.run(["bash", "-n"], input=setup, text=True, capture_output=True)
+    assert check_syntax.returncode == 0, check_syntax.stderr
+
+
 def test_autograder_always_writes_results(tmp_path: Path) -> None:
     zip_path = tmp_path / "autograder.zip"
     assert run_cli("gradescope-zip", "softmax", "-o", str(zip_path)).returncode == 0
@@ -207,7 +219,8 @@ def _action() -> dict[str, Any]:
 
 def test_action_declares_its_inputs_and_output() -> None:
     action = _action()
-    assert set(action["inputs"]) == {"submission", "assignment", "seed", "python-version"}
+    assert set(action["inputs"]) == {"submission", "assignment", "seed", "python-version",
+                                     "packages"}
     assert action["inputs"]["submission"]["required"] is True
     assert action["outputs"]["result"]["value"] == "${{ steps.grade.outputs.result }}"
     assert action["runs"]["using"] == "composite"

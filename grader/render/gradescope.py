@@ -7,6 +7,9 @@ from typing import Any
 
 from grader.render import markdown
 
+#: Gradescope's visibility settings (specs.md, "Controlling Test Case Visibility")
+VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+
 
 def render(report: dict[str, Any], *, hidden_visibility: str = "after_published") -> str:
     """``results.json`` text; checks run on hidden probes get ``hidden_visibility``."""
