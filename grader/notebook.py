@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from grader import __version__
-from grader.model import DEFAULT_SEED, FUNCTIONS, CallOutcome, Probe
+from grader.model import DEFAULT_SEED, FUNCTIONS, INFERENCE_ORDER, CallOutcome, Probe
 from grader.sandbox.limits import DEFAULT_LIMITS
 
 
@@ -187,36 +187,50 @@ def grade_function(function: Callable[..., Any], assignment: str, *,
     return report
 
 
-def check(target: Callable[..., Any] | str, assignment: str | None = None, *,
+def check(target: Callable[..., Any] | str | None = None, assignment: str | None = None, *,
           seed: int = DEFAULT_SEED, display: bool = True) -> Feedback | None:
     """Check your function against the grader's probes and show what it finds.
 
     ``check(scaled_dot_product_attention)`` grades that function; ``check("attention")`` finds
-    the assignment's function among your notebook's variables. The score and misconceptions are
-    those ``attention-grader check`` gives for the same code. Your function runs here, in your own
+    the assignment's function among your notebook's variables, and ``check()`` grades the most
+    advanced assignment function your notebook defines. The score and misconceptions are those
+    ``attention-grader check`` gives for the same code. Your function runs here, in your own
     kernel (the command-line grader runs it in an isolated process instead).
 
     The feedback is shown (HTML in Jupyter, text elsewhere); with ``display=False`` it is returned
     instead, as a ``Feedback`` with ``score``, ``misconceptions`` and the full ``report``.
     """
-    assignment_id = _assignment_for(target, assignment)
-    if isinstance(target, str):
+    if target is None or isinstance(target, str):
         caller = inspect.currentframe()
         outer = caller.f_back if caller else None
         namespace = {**outer.f_globals, **outer.f_locals} if outer else {}
         del caller, outer
-        wanted = FUNCTIONS[assignment_id] if target in FUNCTIONS else target
-        function = namespace.get(wanted)
-        if not callable(function):
-            raise NameError(f"no function `{wanted}` is defined in this notebook yet; run the "
-                            f"cell that defines it first")
+        function, assignment_id = _find_in(namespace, target, assignment)
     else:
-        function = target
+        function, assignment_id = target, _assignment_for(target, assignment)
     feedback = Feedback(grade_function(function, assignment_id, seed=seed))
     if not display:
         return feedback
     _show(feedback)
     return None
+
+
+def _find_in(namespace: dict[str, Any], target: str | None,
+             assignment: str | None) -> tuple[Callable[..., Any], str]:
+    if target is None and assignment is None:
+        for assignment_id in INFERENCE_ORDER:
+            if callable(namespace.get(FUNCTIONS[assignment_id])):
+                return namespace[FUNCTIONS[assignment_id]], assignment_id
+        wanted = " or ".join(f"`{FUNCTIONS[a]}`" for a in INFERENCE_ORDER)
+        raise NameError(f"no function {wanted} is defined in this notebook yet; run the cell "
+                        "that defines it first")
+    assignment_id = _assignment_for(target or "", assignment)
+    wanted = FUNCTIONS[assignment_id] if target in (None, *FUNCTIONS) else str(target)
+    function = namespace.get(wanted)
+    if not callable(function):
+        raise NameError(f"no function `{wanted}` is defined in this notebook yet; run the "
+                        f"cell that defines it first")
+    return function, assignment_id
 
 
 def _show(feedback: Feedback) -> None:

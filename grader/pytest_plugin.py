@@ -1,5 +1,8 @@
 """pytest plugin: ``pytest --attention-submission PATH [--attention-assignment ID]``.
 
+The same settings can live in the repository's pytest configuration (``attention_submission =
+attention.ipynb`` under ``[pytest]``), so that plain ``pytest`` grades the submission.
+
 Grades the submission once (isolated, exactly as ``attention-grader grade``) and turns every check
 of the report into a test item that passes or fails with the check's feedback, so pytest-based
 graders (such as classroom-resources/autograding-python-grader) and students' own CI work
@@ -23,6 +26,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "when omitted")
     group.addoption("--attention-seed", metavar="N", type=int, default=None,
                     help="probe seed (default 0, or $ATTENTION_GRADER_SEED)")
+    # the same settings from pytest.ini / pyproject.toml, so that a plain `pytest` (or a
+    # pytest-based grader that passes no options) grades the repository's submission
+    parser.addini("attention_submission", "the .py or .ipynb file to grade", default="")
+    parser.addini("attention_assignment", "its assignment ID (inferred when empty)", default="")
+
+
+def _setting(config: pytest.Config, name: str) -> str | None:
+    value = config.getoption(name) or config.getini(name)
+    if not value:
+        return None
+    if config.getoption(name) is None and name == "attention_submission":
+        return str(config.rootpath / str(value))  # ini paths are relative to the ini file
+    return str(value)
 
 
 REPORT = pytest.StashKey[dict]()
@@ -85,7 +101,7 @@ def _seed(config: pytest.Config) -> int:
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
                                   items: list[pytest.Item]) -> None:
-    option = config.getoption("attention_submission")
+    option = _setting(config, "attention_submission")
     if not option:
         return
     from grader.api import grade
@@ -94,7 +110,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     path = Path(option).resolve()
     if not path.is_file():
         raise pytest.UsageError(f"--attention-submission: {option} is not a file")
-    assignment = config.getoption("attention_assignment")
+    assignment = _setting(config, "attention_assignment")
     if assignment is not None and assignment not in FUNCTIONS:
         raise pytest.UsageError(f"--attention-assignment: unknown assignment {assignment!r} "
                                 f"(known: {', '.join(FUNCTIONS)})")
@@ -105,7 +121,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
-    option = config.getoption("attention_submission")
+    option = _setting(config, "attention_submission")
     return f"attention-grader: grading {option}" if option else None
 
 

@@ -314,6 +314,8 @@ def test_notebook_check_finds_the_function_and_shows_feedback(capsys) -> None:
     assert "scale-by-dk" in capsys.readouterr().out
     with pytest.raises(NameError, match="softmax"):
         check("softmax")
+    inferred = check(display=False)  # the assignment function defined here
+    assert inferred is not None and inferred.score == feedback.score
 
 
 # --- pytest -----------------------------------------------------------------------------------
@@ -336,6 +338,15 @@ def test_pytest_plugin_turns_checks_into_tests(tmp_path: Path) -> None:
     assert "scale-by-dk" in buggy.stdout and "mask-inverted" in buggy.stdout
     correct = _pytest_on(tmp_path, CORRECT, "--attention-assignment", "attention")
     assert correct.returncode == 0 and f"{len(report['checks'])} passed" in correct.stdout
+
+
+def test_pytest_plugin_reads_its_settings_from_the_ini_file(tmp_path: Path) -> None:
+    (tmp_path / "attention.py").write_text(BUGGY.read_text())
+    (tmp_path / "pytest.ini").write_text("[pytest]\nattention_submission = attention.py\n"
+                                         "attention_assignment = attention\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rf"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "attention.py::values-masked" in done.stdout
 
 
 def test_pytest_plugin_rejects_a_bad_assignment(tmp_path: Path) -> None:
