@@ -39,7 +39,9 @@ def render(report: dict[str, Any], *, hidden_visibility: str = "after_published"
         })
     results = {
         "score": report["score"],
-        "output": markdown.render(report),
+        # under a hidden seed the evidence would reveal the secret probe values to everyone
+        "output": markdown.render(report, evidence=not report.get("metadata", {}).get(
+            "hidden_probes", False)),
         "output_format": "md",
         "stdout_visibility": "hidden",
         "execution_time": report.get("metadata", {}).get("duration_seconds", 0.0),

@@ -9,7 +9,9 @@ def _fence(text: str) -> str:
     return "```\n" + text.replace("```", "'''") + "\n```"
 
 
-def render(report: dict[str, Any]) -> str:
+def render(report: dict[str, Any], *, evidence: bool = True) -> str:
+    """The page; ``evidence=False`` leaves out the evidence, whose reproducing calls show probe
+    values (Gradescope's always-visible output under a hidden seed)."""
     meta = report.get("metadata", {})
     lines = [
         f"## attention-grader: `{report['assignment']}`",
@@ -26,8 +28,9 @@ def render(report: dict[str, Any]) -> str:
         lines += ["### Misconceptions", ""]
         for item in report["misconceptions"]:
             bank = ", ".join(item["question_bank"])
-            lines += [f"#### `{item['id']}`: {item['title']}", "", item["explanation"], "",
-                      "Evidence:", "", _fence(item["evidence"]), ""]
+            lines += [f"#### `{item['id']}`: {item['title']}", "", item["explanation"], ""]
+            if evidence:
+                lines += ["Evidence:", "", _fence(item["evidence"]), ""]
             if bank:
                 lines += [f"Question bank: {bank}", ""]
     if report["checks"]:
