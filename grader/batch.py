@@ -44,14 +44,10 @@ class Entry:
 
     student: str
     files: tuple[Path, ...]
-    origin: str = "file"
-
-    @property
-    def label(self) -> str:
-        return self.student
 
 
 def candidates(folder: Path) -> tuple[Path, ...]:
+    """The .py and .ipynb files under ``folder``, outside hidden and cache folders."""
     found = []
     for path in sorted(folder.rglob("*")):
         parts = path.relative_to(folder).parts
@@ -103,8 +99,7 @@ def gradescope_export(folder: Path) -> list[Entry]:
         submission = folder / str(key)
         student = _submitters(metadata[key]) or str(key)
         files = candidates(submission) if submission.is_dir() else ()
-        entries.append(Entry(f"{student} ({key})" if student != key else student, files,
-                             "gradescope"))
+        entries.append(Entry(f"{student} ({key})" if student != key else student, files))
     return entries
 
 
@@ -131,7 +126,7 @@ def discover(paths: Iterable[str]) -> list[Entry]:
                     if child.is_file() and child.suffix in SUFFIXES:
                         add(Entry(child.stem, (child,)))
                     elif child.is_dir():
-                        add(Entry(child.name, candidates(child), "folder"))
+                        add(Entry(child.name, candidates(child)))
     return list(entries.values())
 
 
@@ -331,7 +326,7 @@ def run_batch(entries: Sequence[Entry], assignment: str, out_dir: Path, *, jobs:
     started = time.monotonic()
     out_dir.mkdir(parents=True, exist_ok=True)
     taken: set[str] = set()
-    names = [report_name(e.label, taken) for e in entries]
+    names = [report_name(e.student, taken) for e in entries]
     rows: dict[int, dict[str, Any]] = {}
     todo: list[tuple[int, Job]] = []
     for index, entry in enumerate(entries):
@@ -341,7 +336,7 @@ def run_batch(entries: Sequence[Entry], assignment: str, out_dir: Path, *, jobs:
         if existing is not None:
             rows[index] = _row(entry, names[index], existing)
             if progress:
-                progress.advance(f"{entry.label}: up to date")
+                progress.advance(f"{entry.student}: up to date")
         else:
             todo.append((index, Job(entry, assignment, seed, limits, key)))
     peak = 0.0
@@ -359,7 +354,7 @@ def run_batch(entries: Sequence[Entry], assignment: str, out_dir: Path, *, jobs:
                 rows[index] = _row(job.entry, names[index], report)
                 if progress:
                     row = rows[index]
-                    progress.advance(f"{job.entry.label}: {row['score']:g}/{row['max_score']:g} "
+                    progress.advance(f"{job.entry.student}: {row['score']:g}/{row['max_score']:g} "
                                      f"{' '.join(row['misconceptions'] + row['errors'])}".rstrip())
     ordered = [rows[i] for i in range(len(entries))]
     write_summaries(ordered, out_dir, assignment)

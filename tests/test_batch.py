@@ -99,15 +99,20 @@ def test_batch_grades_a_class_and_resumes(tmp_path: Path) -> None:
     markdown = (out / "summary.md").read_text()
     assert "`mask-inverted`" in markdown and "ben, cai" in markdown and "A-edge-6" in markdown
 
-    again = run_cli("batch", str(folder), "--assignment", "attention", "--out", str(out))
+    again = run_cli("batch", str(folder), "--assignment", "attention", "--out", str(out),
+                    "--timeout", "1")
     assert "graded 0, up to date 7" in again.stdout
     (folder / "dee" / "attention.py").write_text((ATTENTION / "correct_loops.py").read_text())
-    changed = run_cli("batch", str(folder), "--assignment", "attention", "--out", str(out))
+    changed = run_cli("batch", str(folder), "--assignment", "attention", "--out", str(out),
+                      "--timeout", "1")
     assert "graded 1, up to date 6" in changed.stdout
     assert _reports(out)["dee"]["score"] == 10
     reseeded = run_cli("batch", str(folder), "--assignment", "attention", "--out", str(out),
-                       "--seed", "5")
+                       "--timeout", "1", "--seed", "5")
     assert "graded 7, up to date 0" in reseeded.stdout
+    relimited = run_cli("batch", str(folder), "--assignment", "attention", "--out", str(out),
+                        "--seed", "5")
+    assert "graded 7, up to date 0" in relimited.stdout  # new limits: a new grading
 
 
 class _Collector(HTMLParser):
