@@ -421,11 +421,16 @@ def run(submission: Submission, plan: Planner, limits: Limits = DEFAULT_LIMITS,
             attempt += 1
             if planned is None or len(outcomes) == len(planned[1]):
                 break
-            if attempt > limits.max_restarts or time.monotonic() >= total_deadline:
+            out_of_time = time.monotonic() >= total_deadline
+            if attempt > limits.max_restarts or out_of_time:
+                last = outcomes[max(outcomes)] if outcomes else None
+                kind = "timeout" if out_of_time or last is None else str(last.error_kind)
+                reason = ("the time budget was used up" if out_of_time else
+                          f"the submission's process was lost {attempt} times "
+                          f"(last: {kind}), so the remaining probes were skipped")
                 for i, probe in enumerate(planned[1]):
                     if i not in outcomes:
-                        outcomes[i] = CallOutcome(probe.id, "timeout",
-                                                  "not run: the time budget was used up")
+                        outcomes[i] = CallOutcome(probe.id, kind, f"not run: {reason}")
                 break
         info.stdout = _excerpt(logdir)
         if tripped:
