@@ -11,8 +11,7 @@ from typing import Any
 
 import click
 
-from grader.model import DEFAULT_SEED, FUNCTIONS
-from grader.render.gradescope import VISIBILITIES as GRADESCOPE_VISIBILITIES
+from grader.model import DEFAULT_SEED, FUNCTIONS, GRADESCOPE_VISIBILITIES
 from grader.sandbox.limits import DEFAULT_LIMITS, Limits
 
 ASSIGNMENT_IDS = sorted(FUNCTIONS)

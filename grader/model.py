@@ -23,6 +23,9 @@ FUNCTIONS = {
 }
 INFERENCE_ORDER = tuple(FUNCTIONS)
 
+#: Gradescope's visibility settings for a test (its specs.md, "Controlling Test Case Visibility")
+GRADESCOPE_VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+
 #: SPEC section 4 ``errors[].kind``
 ERROR_KINDS = (
     "syntax-error",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from grader.model import GRADESCOPE_VISIBILITIES as VISIBILITIES
 from grader.render import markdown
 
-#: Gradescope's visibility settings (specs.md, "Controlling Test Case Visibility")
-VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+__all__ = ["VISIBILITIES", "render"]
 
 
 def render(report: dict[str, Any], *, hidden_visibility: str = "after_published") -> str:
