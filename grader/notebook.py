@@ -114,7 +114,7 @@ def call_probes(function: Callable[..., Any], probes: Sequence[Probe],
 
 def _call_each(function: Callable[..., Any], probes: Sequence[Probe],
                call_seconds: float) -> list[CallOutcome]:
-    from grader.sandbox.worker import WrongReturn, check_binding, to_arrays
+    from grader.sandbox.returns import WrongReturn, check_binding, to_arrays
 
     outcomes = []
     for probe in probes:

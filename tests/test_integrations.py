@@ -426,3 +426,19 @@ def test_notebook_check_shows_html_inside_jupyter(monkeypatch) -> None:
     assert check(_function_from(BUGGY, "scaled_dot_product_attention")) is None
     assert len(shown) == 1 and shown[0][0] == "html"
     assert "<code>scale-by-dk</code>" in shown[0][1] and "Score: 3.7 / 10" in shown[0][1]
+
+
+def test_notebook_check_needs_nothing_unix_only() -> None:
+    """Students run the notebook check on their own machines, Windows included: it must not
+    need the Unix-only modules the sandbox uses (`resource`, here made unimportable)."""
+    script = (
+        "import sys\nsys.modules['resource'] = None\nsys.modules['fcntl'] = None\n"
+        "import numpy as np\nfrom grader import check\n"
+        "def softmax(x, axis=-1):\n"
+        "    e = np.exp(x - x.max(axis=axis, keepdims=True))\n"
+        "    return e / e.sum(axis=axis, keepdims=True)\n"
+        "print(check(softmax, display=False).score)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == "10.0"

@@ -21,13 +21,25 @@ import traceback
 import types
 
 _here = os.path.dirname(os.path.abspath(__file__))
-_spec = importlib.util.spec_from_file_location("_ag_wire", os.path.join(_here, "wire.py"))
-wire = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(wire)
+
+
+def _load(name, filename):
+    """A sibling file as a module, without importing the grader package."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(_here, filename))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+wire = _load("_ag_wire", "wire.py")
+returns = _load("_ag_returns", "returns.py")  # imports NumPy: before any student code
+WrongReturn = returns.WrongReturn
+to_arrays = returns.to_arrays
+check_binding = returns.check_binding
+_plain_array = returns.plain_array
 
 import numpy as np  # noqa: E402  (after the wire module, before any student code)
 
-MAX_ELEMENTS = 1 << 22
 KEPT_OUTPUT_BYTES = 64 * 1024
 STUDENT_FILE_MARK = "submission"
 _student_files = {"<submission>"}
@@ -380,49 +392,6 @@ def describe_functions(namespace, wanted):
     return functions, signatures
 
 
-class WrongReturn(Exception):
-    pass
-
-
-def _plain_array(value):
-    if hasattr(value, "detach") and hasattr(value, "numpy"):  # torch tensors, incl. requires_grad
-        value = value.detach().cpu().numpy()
-    array = _array(value, copy=True, subok=False)
-    if type(array) is not _ndarray:
-        array = array.view(_ndarray)
-    if array.dtype.kind not in "biuf":
-        raise WrongReturn(f"returned an array of dtype {array.dtype}, not numbers")
-    if array.size > MAX_ELEMENTS or array.ndim > 16:
-        raise WrongReturn(f"returned an array of shape {array.shape}, far too large")
-    return np.ascontiguousarray(array)
-
-
-def to_arrays(value):
-    """Student return value -> (output, weights or None), both plain numeric ndarrays."""
-    if value is None:
-        raise WrongReturn("returned None (is a `return` statement missing?)")
-    if isinstance(value, (str, bytes, dict, set)):
-        raise WrongReturn(f"returned a {type(value).__name__}, not an array")
-    if isinstance(value, types.GeneratorType) or (
-        hasattr(value, "__next__") and not hasattr(value, "__array__")
-    ):
-        raise WrongReturn("returned a generator or iterator, not an array")
-    if isinstance(value, tuple):
-        if not value:
-            raise WrongReturn("returned an empty tuple")
-        weights = _plain_array(value[1]) if len(value) > 1 and value[1] is not None else None
-        return _plain_array(value[0]), weights
-    if isinstance(value, list):
-        try:
-            return _plain_array(value), None
-        except (ValueError, TypeError):
-            if value and len(value) <= 3:
-                weights = _plain_array(value[1]) if len(value) > 1 else None
-                return _plain_array(value[0]), weights
-            raise
-    return _plain_array(value), None
-
-
 def build_args(call, arrays, blob):
     made = {}
     args = []
@@ -437,18 +406,6 @@ def build_args(call, arrays, blob):
         else:
             args.append(spec["value"])
     return args, made
-
-
-def check_binding(function, args):
-    try:
-        signature = inspect.signature(function)
-    except (TypeError, ValueError):
-        return None
-    try:
-        signature.bind(*args)
-    except TypeError as exc:
-        return f"cannot be called with {len(args)} positional arguments: {exc}"
-    return None
 
 
 def pack(parts):
@@ -622,7 +579,8 @@ def serve(request_fd, result_fd):
     channel.send({"type": "hardened", "layers": harden()})  # before any student code runs
     tripped = []
     sys.modules["grader"] = grader_stub()
-    install_tripwires(setup["forbidden_roots"], [os.path.abspath(__file__)],
+    install_tripwires(setup["forbidden_roots"], [os.path.abspath(__file__), wire.__file__,
+                                                 returns.__file__],
                       frozenset({"grader", "reference"}), tripped)
     sys.stdout = _CappedStream(1)
     sys.stderr = _CappedStream(2)

@@ -1,0 +1,74 @@
+"""What a student's function returned, made into plain numeric arrays; and whether it can be called.
+
+Shared by the sandbox's child (``worker.py`` loads this file by path, before any student code
+runs, so the NumPy functions bound here are the real ones even if the submission patches NumPy
+later) and by the notebook self-check. Standard library and NumPy only, and nothing that exists
+only on Unix: the notebook check runs on students' own machines, Windows included.
+"""
+
+import inspect
+import types
+
+import numpy as np
+
+MAX_ELEMENTS = 1 << 22
+_array = np.array
+_ndarray = np.ndarray
+_contiguous = np.ascontiguousarray
+
+
+class WrongReturn(Exception):
+    """The function returned something that is not a numeric array (the message says what)."""
+
+
+def plain_array(value):
+    """A contiguous, numeric, plain ``ndarray`` copy of ``value`` (torch tensors included)."""
+    if hasattr(value, "detach") and hasattr(value, "numpy"):  # torch tensors, incl. requires_grad
+        value = value.detach().cpu().numpy()
+    array = _array(value, copy=True, subok=False)
+    if type(array) is not _ndarray:
+        array = array.view(_ndarray)
+    if array.dtype.kind not in "biuf":
+        raise WrongReturn(f"returned an array of dtype {array.dtype}, not numbers")
+    if array.size > MAX_ELEMENTS or array.ndim > 16:
+        raise WrongReturn(f"returned an array of shape {array.shape}, far too large")
+    return _contiguous(array)
+
+
+def to_arrays(value):
+    """Student return value -> (output, weights or None), both plain numeric ndarrays."""
+    if value is None:
+        raise WrongReturn("returned None (is a `return` statement missing?)")
+    if isinstance(value, (str, bytes, dict, set)):
+        raise WrongReturn(f"returned a {type(value).__name__}, not an array")
+    if isinstance(value, types.GeneratorType) or (
+        hasattr(value, "__next__") and not hasattr(value, "__array__")
+    ):
+        raise WrongReturn("returned a generator or iterator, not an array")
+    if isinstance(value, tuple):
+        if not value:
+            raise WrongReturn("returned an empty tuple")
+        weights = plain_array(value[1]) if len(value) > 1 and value[1] is not None else None
+        return plain_array(value[0]), weights
+    if isinstance(value, list):
+        try:
+            return plain_array(value), None
+        except (ValueError, TypeError):
+            if value and len(value) <= 3:
+                weights = plain_array(value[1]) if len(value) > 1 else None
+                return plain_array(value[0]), weights
+            raise
+    return plain_array(value), None
+
+
+def check_binding(function, args):
+    """Why ``function`` cannot take ``args`` positionally, or None when it can."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(*args)
+    except TypeError as exc:
+        return f"cannot be called with {len(args)} positional arguments: {exc}"
+    return None
