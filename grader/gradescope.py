@@ -48,18 +48,20 @@ EXTRA_PACKAGES = """\
 RUN_AUTOGRADER = """\
 #!/usr/bin/env bash
 # Gradescope runs this for every submission. AUTOGRADER_ROOT and AUTOGRADER_PYTHON exist for
-# testing the autograder outside Gradescope.
-ROOT="${AUTOGRADER_ROOT:-/autograder}"
-PYTHON="${AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}"
-mkdir -p "$ROOT/results"
-rm -f "$ROOT/results/results.json"
-"$PYTHON" -m grader.gradescope run --root "$ROOT" --config "$ROOT/source/autograder.json"
-if [ ! -s "$ROOT/results/results.json" ]; then
-    cat > "$ROOT/results/results.json" <<'EOF'
-{"score": 0.0, "output": "The autograder could not start (its Python environment failed). Your submission was not graded; please tell the course staff.", "output_format": "md", "tests": []}
-EOF
-fi
-exit 0
+# testing the autograder outside Gradescope. Everything is inside main(), and the last line ends
+# the script: bash reads a script as it runs, so lines a submission appended to this file while
+# it was being graded are never read.
+main() {
+    local root="${AUTOGRADER_ROOT:-/autograder}"
+    local python="${AUTOGRADER_PYTHON:-$root/venv/bin/python}"
+    mkdir -p "$root/results"
+    rm -f "$root/results/results.json"
+    "$python" -m grader.gradescope run --root "$root" --config "$root/source/autograder.json"
+    if [ ! -s "$root/results/results.json" ]; then
+        printf '%s\\n' '{"score": 0.0, "output": "The autograder could not start (its Python environment failed). Your submission was not graded; please tell the course staff.", "output_format": "md", "tests": []}' > "$root/results/results.json"
+    fi
+}
+main "$@"; exit 0
 """
 
 

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 import zipfile
 from fractions import Fraction
 from pathlib import Path
@@ -273,6 +274,34 @@ def test_action_step_reports_a_wrong_path_and_seed(tmp_path: Path) -> None:
                                                 "seed": "31337"})
     result = json.loads(base64.b64decode(outputs["result"]))
     assert result["status"] == "pass"
+
+
+def test_submission_cannot_forge_gradescope_results(tmp_path: Path) -> None:
+    """The 2019 Gradescope exploits: write results.json during grading, and rewrite the rest of
+    run_autograder, which bash reads only when it gets there, after the grader returns. Neither
+    changes the score."""
+    zip_path = tmp_path / "autograder.zip"
+    assert run_cli("gradescope-zip", "attention", "-o", str(zip_path), "--seed", "7").returncode == 0
+    root = _autograder_root(tmp_path, zip_path)
+    results_file = root / "results" / "results.json"
+    forged = '{"score": 999, "tests": []}'
+    tail = f"echo '{forged}' > {results_file}\nexit 0\n"
+    attack = textwrap.dedent(f"""\
+        import os
+        script = {str(root / "run_autograder")!r}
+        text = open(script).read()
+        cut = text.index("\\n", text.index("grader.gradescope run")) + 1
+        open(script, "w").write(text[:cut] + {tail!r})
+        os.makedirs({str(results_file.parent)!r}, exist_ok=True)
+        open({str(results_file)!r}, "w").write({forged!r})
+        """)
+    (root / "submission" / "attention.py").write_text(attack + BUGGY.read_text())
+    results = _run_autograder(root)
+    rewritten = "999" in (root / "run_autograder").read_text()
+    # as the grader's own user (here) the attack rewrites the script; with the uid drop
+    # (Gradescope) it cannot write it at all. Either way the score is the real one.
+    assert rewritten or os.geteuid() == 0
+    assert results["score"] == grade_json(BUGGY, "--seed", "7")["score"] < 10
 
 
 @pytest.mark.parametrize("assignment", ["softmax", "attention", "multi_head_attention"])
