@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -248,15 +249,6 @@ def dask_executor(scheduler: str) -> Iterator[Callable[[Job], Any]]:
         yield lambda job: client.submit(_grade_entry_warm, job, pure=False)
 
 
-def _completed(futures: Sequence[Any]) -> Iterator[Any]:
-    if futures and not isinstance(futures[0], Future):
-        from distributed import as_completed as dask_completed
-
-        yield from dask_completed(futures)
-    else:
-        yield from as_completed(futures)
-
-
 class Progress:
     """A bar with count, rate and ETA on a terminal; one plain line per submission otherwise."""
 
@@ -340,26 +332,55 @@ def run_batch(entries: Sequence[Entry], assignment: str, out_dir: Path, *, jobs:
         else:
             todo.append((index, Job(entry, assignment, seed, limits, key)))
     peak = 0.0
-    if todo:
-        context = (dask_executor(scheduler or "") if executor == "dask"
-                   else local_executor(min(jobs, len(todo))))
-        with context as submit:
+
+    def record(index: int, job: Job, report: dict[str, Any]) -> None:
+        nonlocal peak
+        peak = max(peak, float(report["metadata"].get("worker_peak_rss_mb", 0.0)))
+        write_atomically(out_dir / names[index],
+                         json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+        rows[index] = row = _row(job.entry, names[index], report)
+        if progress:
+            progress.advance(f"{job.entry.student}: {row['score']:g}/{row['max_score']:g} "
+                             f"{' '.join(row['misconceptions'] + row['errors'])}".rstrip())
+
+    if executor == "dask":
+        from distributed import as_completed as dask_completed
+
+        with dask_executor(scheduler or "") as submit:
             futures = {submit(job): (index, job) for index, job in todo}
-            for future in _completed(list(futures)):
+            for future in dask_completed(list(futures)):
                 index, job = futures[future]
-                report = _collect(future, job)
-                peak = max(peak, float(report["metadata"].get("worker_peak_rss_mb", 0.0)))
-                write_atomically(out_dir / names[index],
-                                 json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-                rows[index] = _row(job.entry, names[index], report)
-                if progress:
-                    row = rows[index]
-                    progress.advance(f"{job.entry.student}: {row['score']:g}/{row['max_score']:g} "
-                                     f"{' '.join(row['misconceptions'] + row['errors'])}".rstrip())
+                record(index, job, _collect(future, job))
+    else:
+        _run_locally(todo, jobs, record)
+    ordered = [rows[i] for i in range(len(entries))]
     ordered = [rows[i] for i in range(len(entries))]
     write_summaries(ordered, out_dir, assignment)
     return BatchResult(ordered, len(todo), len(entries) - len(todo),
                        time.monotonic() - started, peak)
+
+
+def _run_locally(todo: Sequence[tuple[int, Job]], jobs: int,
+                 record: Callable[[int, Job, dict[str, Any]], None]) -> None:
+    """Grade in a local pool. A submission that kills its worker process (same user, so it can)
+    breaks the whole pool: the unfinished ones are graded again in a new pool, and if that breaks
+    too, one at a time, so only the submission that does it is reported as crashed."""
+    pending = list(todo)
+    for round_number in range(3):
+        if not pending:
+            return
+        broken: list[tuple[int, Job]] = []
+        batches = [pending] if round_number < 2 else [[item] for item in pending]
+        for batch in batches:
+            with local_executor(min(jobs, len(batch))) as submit:
+                futures = {submit(job): (index, job) for index, job in batch}
+                for future in as_completed(futures):
+                    index, job = futures[future]
+                    if isinstance(future.exception(), BrokenProcessPool) and round_number < 2:
+                        broken.append((index, job))
+                    else:
+                        record(index, job, _collect(future, job))
+        pending = sorted(broken, key=lambda item: item[0])
 
 
 def _collect(future: Any, job: Job) -> dict[str, Any]:
@@ -369,7 +390,10 @@ def _collect(future: Any, job: Job) -> dict[str, Any]:
         from grader.api import error_report
         from grader.model import GraderError
 
-        report = error_report(job.assignment, [GraderError("crashed", f"grader error: {exc!r}")],
+        message = (f"grader error: {exc!r}" if not isinstance(exc, BrokenProcessPool) else
+                   "the grading process died while grading this submission alone (did the "
+                   "submission kill it?)")
+        report = error_report(job.assignment, [GraderError("crashed", message)],
                               {"submission": job.entry.student})
         report["metadata"].update(student=job.entry.student)
         return report

@@ -221,3 +221,28 @@ def test_shipped_example_class_is_current(tmp_path: Path) -> None:
     assert [{k: r[k] for k in fields} for r in result.rows] == [
         {k: r[k] for k in fields} for r in shipped]
     assert (example / "reports" / "report.html").is_file()
+
+
+def test_a_submission_that_kills_its_worker_costs_only_itself(tmp_path: Path) -> None:
+    """Running as the grader's user, a submission can kill the pool worker grading it, which
+    breaks the whole pool; every other submission must still get its own, real report."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for name, fixture in (("ann", "correct_matmul.py"), ("bob", "scale_by_dk.py"),
+                          ("cyd", "mask_inverted.py"), ("dan", "correct_loops.py")):
+        (folder / f"{name}.py").write_text((ATTENTION / fixture).read_text())
+    (folder / "eve.py").write_text(
+        "import os, signal\n"
+        "def parent_of(pid):\n"
+        "    return int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])\n"
+        "os.kill(parent_of(os.getppid()), signal.SIGKILL)  # the pool worker above the server\n"
+        + (ATTENTION / "correct_matmul.py").read_text())
+    out = tmp_path / "out"
+    done = run_cli("batch", str(folder), "--assignment", "attention", "--out", str(out),
+                   "--jobs", "2")
+    assert done.returncode == 0, done.stderr
+    reports = _reports(out)
+    assert reports["ann"]["score"] == reports["dan"]["score"] == 10
+    assert [m["id"] for m in reports["bob"]["misconceptions"]] == ["scale-by-dk"]
+    assert [m["id"] for m in reports["cyd"]["misconceptions"]] == ["mask-inverted"]
+    assert reports["eve"]["score"] == 0 and reports["eve"]["errors"][0]["kind"] == "crashed"
