@@ -7,6 +7,8 @@ import io
 import json
 import shutil
 import subprocess
+import sys
+import textwrap
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -245,4 +247,39 @@ def test_a_submission_that_kills_its_worker_costs_only_itself(tmp_path: Path) ->
     assert reports["ann"]["score"] == reports["dan"]["score"] == 10
     assert [m["id"] for m in reports["bob"]["misconceptions"]] == ["scale-by-dk"]
     assert [m["id"] for m in reports["cyd"]["misconceptions"]] == ["mask-inverted"]
-    assert reports["eve"]["score"] == 0 and reports["eve"]["errors"][0]["kind"] == "crashed"
+    # where seccomp refuses the signal, eve's own code fails instead: still only eve's problem
+    assert reports["eve"]["score"] == 0 and reports["eve"]["errors"]
+
+
+def test_a_worker_dying_mid_grading_costs_only_its_submission(tmp_path: Path) -> None:
+    """The pool's recovery itself, whatever kills the worker (here the grading function is made
+    to kill its own process for one student, in a process of its own)."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for name in ("ann", "bob", "cyd", "eve"):
+        (folder / f"{name}.py").write_text((ATTENTION / "correct_matmul.py").read_text())
+    script = textwrap.dedent(f"""\
+        import json, os, signal
+        from pathlib import Path
+        import grader.batch as batch
+
+        original = batch.grade_entry
+
+        def grade_entry(job):
+            if job.entry.student == "eve":
+                os.kill(os.getpid(), signal.SIGKILL)
+            return original(job)
+
+        if __name__ == "__main__":
+            batch.grade_entry = grade_entry
+            result = batch.run_batch(batch.discover([{str(folder)!r}]), "attention",
+                                     Path({str(tmp_path / "out")!r}), jobs=2)
+            print(json.dumps({{r["student"]: [r["score"], r["errors"]] for r in result.rows}}))
+        """)
+    (tmp_path / "run.py").write_text(script)
+    done = subprocess.run([sys.executable, str(tmp_path / "run.py")], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout.splitlines()[-1])
+    assert rows["ann"] == rows["bob"] == rows["cyd"] == [10.0, []]
+    assert rows["eve"] == [0.0, ["crashed"]]

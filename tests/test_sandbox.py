@@ -3,6 +3,7 @@ process is left behind. Every case is bounded and harmless to the machine."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -292,3 +293,36 @@ def test_grading_many_submissions_leaks_no_file_descriptors(grade_source) -> Non
     for body in ("return _correct(Q, K, V, mask)", "while True:\n    pass", "os._exit(1)"):
         grade_source(wrap(body), limits=FAST)
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_the_grader_cannot_be_signalled_where_seccomp_is_available(grade_source) -> None:
+    """Signal 0 probes permission without delivering anything: the grader's processes, their
+    groups and kill(-1) are refused, the submission's own process is not."""
+    probe = ("import os\nseen = []\nfor target in (os.getppid(), -os.getppid(), -1, os.getpid()):\n"
+             "    try:\n        os.kill(target, 0)\n        seen.append('sent')\n"
+             "    except PermissionError:\n        seen.append('refused')\n"
+             "    except ProcessLookupError:\n        seen.append('none')\n"
+             "print('signals', *seen)\n")
+    report = grade_source(probe + CORRECT)
+    if "seccomp" not in report["metadata"]["isolation"]:
+        pytest.skip("seccomp is not available here")
+    assert "signals refused refused refused sent" in report["metadata"]["stdout"]
+    assert report["score"] == report["max_score"]
+
+
+def test_killing_the_grader_leaves_a_report(tmp_path: Path) -> None:
+    """The real attack, against the command-line grader (a process of its own)."""
+    from .conftest import run_cli
+
+    harmless = tmp_path / "correct.py"
+    harmless.write_text(CORRECT)
+    layers = json.loads(run_cli("grade", str(harmless)).stdout)["metadata"]["isolation"]
+    if "seccomp" not in layers:
+        pytest.skip("no seccomp here: a submission can kill the grader (see SECURITY.md)")
+    path = tmp_path / "killer.py"
+    path.write_text("import os, signal\ntry:\n    os.kill(os.getppid(), signal.SIGKILL)\n"
+                    "except PermissionError:\n    print('refused')\n" + CORRECT)
+    done = run_cli("grade", str(path))
+    assert done.returncode == 0, done.returncode
+    report = json.loads(done.stdout)
+    assert report["score"] == report["max_score"] and "refused" in report["metadata"]["stdout"]

@@ -150,6 +150,7 @@ CLONE_NEWNET = 0x40000000
 CLONE_NEWUSER = 0x10000000
 SCMP_ACT_ALLOW = 0x7FFF0000
 SCMP_CMP_EQ = 4
+SCMP_CMP_MASKED_EQ = 7
 UNPRIVILEGED_ID = 65534  # nobody
 
 
@@ -179,9 +180,26 @@ def _user_network_namespace(libc):
     return True
 
 
+def _ancestors():
+    """The pids and process groups of our parent, its parent, ... up to init: the grader's
+    processes, in every mode."""
+    pids, groups, pid = [], set(), os.getppid()
+    while pid > 0 and pid not in pids and len(pids) < 64:
+        pids.append(pid)
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            pid = int(fields[1])
+            groups.add(int(fields[2]))
+        except (OSError, ValueError, IndexError):
+            break
+    return pids, sorted(groups - {os.getpgrp()})
+
+
 def _seccomp_filter():
-    """Deny IP sockets, ptrace, reading other processes' memory and inotify (EACCES), via
-    libseccomp when the system has it. Loading it also sets no_new_privs."""
+    """Deny IP sockets, ptrace, reading other processes' memory and inotify (EACCES), and
+    signals to the grader's processes or to everyone (``kill(-1)``) (EPERM), via libseccomp when
+    the system has it. Loading it also sets no_new_privs."""
     import errno
     import socket
 
@@ -207,10 +225,21 @@ def _seccomp_filter():
             rule = (_ArgCmp * 1)(_ArgCmp(0, SCMP_CMP_EQ, family, 0))
             ok &= seccomp.seccomp_rule_add_array(context, deny, number, 1, rule) == 0
         for name in (b"ptrace", b"process_vm_readv", b"process_vm_writev", b"inotify_init",
-                     b"inotify_init1", b"inotify_add_watch"):
+                     b"inotify_init1", b"inotify_add_watch", b"tkill", b"pidfd_send_signal",
+                     b"pidfd_open"):
             number = seccomp.seccomp_syscall_resolve_name(name)
             if number >= 0:
                 ok &= seccomp.seccomp_rule_add_array(context, deny, number, 0, None) == 0
+        refuse = 0x00050000 | errno.EPERM
+        pids, groups = _ancestors()
+        targets = [-1, *pids, *(-pid for pid in pids), *(-group for group in groups)]
+        for name in (b"kill", b"tgkill", b"rt_sigqueueinfo", b"rt_tgsigqueueinfo"):
+            number = seccomp.seccomp_syscall_resolve_name(name)
+            for target in targets if number >= 0 else ():
+                # pid_t is 32 bits: compare the low half, whatever the upper half holds
+                rule = (_ArgCmp * 1)(_ArgCmp(0, SCMP_CMP_MASKED_EQ, 0xFFFFFFFF,
+                                             target & 0xFFFFFFFF))
+                ok &= seccomp.seccomp_rule_add_array(context, refuse, number, 1, rule) == 0
         ok = ok and seccomp.seccomp_load(context) == 0
     finally:
         seccomp.seccomp_release(context)
