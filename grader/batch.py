@@ -217,12 +217,19 @@ def _warm_worker() -> None:
     sandbox._server()
 
 
+_one_at_a_time = threading.Lock()
+
+
 def _grade_entry_warm(job: Job) -> dict[str, Any]:
-    """``grade_entry`` on a Dask worker, through that worker's own pre-warmed fork server."""
+    """``grade_entry`` on a Dask worker, through that worker's own pre-warmed fork server.
+
+    One submission at a time per worker process, whatever its thread count: the sandbox reaps
+    and kills by process, so two runs in one process could end each other's children."""
     from grader import sandbox
 
-    sandbox.use_fork_server(True)
-    return grade_entry(job)
+    with _one_at_a_time:
+        sandbox.use_fork_server(True)
+        return grade_entry(job)
 
 
 @contextmanager
