@@ -217,19 +217,13 @@ def _warm_worker() -> None:
     sandbox._server()
 
 
-_one_at_a_time = threading.Lock()
-
-
 def _grade_entry_warm(job: Job) -> dict[str, Any]:
-    """``grade_entry`` on a Dask worker, through that worker's own pre-warmed fork server.
-
-    One submission at a time per worker process, whatever its thread count: the sandbox reaps
-    and kills by process, so two runs in one process could end each other's children."""
+    """``grade_entry`` on a Dask worker, through that worker's own pre-warmed fork server (one
+    run at a time per process, see ``grader.sandbox.run``)."""
     from grader import sandbox
 
-    with _one_at_a_time:
-        sandbox.use_fork_server(True)
-        return grade_entry(job)
+    sandbox.use_fork_server(True)
+    return grade_entry(job)
 
 
 @contextmanager

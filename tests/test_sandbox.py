@@ -326,3 +326,18 @@ def test_killing_the_grader_leaves_a_report(tmp_path: Path) -> None:
     assert done.returncode == 0, done.returncode
     report = json.loads(done.stdout)
     assert report["score"] == report["max_score"] and "refused" in report["metadata"]["stdout"]
+
+
+def test_grading_from_several_threads_keeps_each_result(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from grader import grade
+
+    buggy = tmp_path / "buggy.py"
+    buggy.write_text((SUBMISSIONS / "attention" / "scale_by_dk.py").read_text())
+    correct = tmp_path / "correct.py"
+    correct.write_text(CORRECT)
+    with ThreadPoolExecutor(3) as pool:
+        reports = list(pool.map(grade, [correct, buggy, correct, buggy]))
+    assert [r["score"] == r["max_score"] for r in reports] == [True, False, True, False]
+    assert [m["id"] for m in reports[1]["misconceptions"]] == ["scale-by-dk"]

@@ -382,13 +382,23 @@ def _outcome(probe: Probe, header: dict[str, Any], blob: bytes) -> CallOutcome:
     )
 
 
+_one_run_at_a_time = threading.Lock()
+
+
 def run(submission: Submission, plan: Planner, limits: Limits = DEFAULT_LIMITS,
         prepare: Callable[[], object] | None = None) -> tuple[RunInfo, list[CallOutcome]]:
     """Load the submission in a child, let ``plan`` pick the calls, and run them.
 
     ``prepare`` runs in this process right after the first child starts, so that slow imports
-    here overlap with the child's start-up.
+    here overlap with the child's start-up. Runs in one process take turns (threads wait): the
+    clean-up after a run kills by process, and would end a concurrent run's children.
     """
+    with _one_run_at_a_time:
+        return _run(submission, plan, limits, prepare)
+
+
+def _run(submission: Submission, plan: Planner, limits: Limits,
+         prepare: Callable[[], object] | None) -> tuple[RunInfo, list[CallOutcome]]:
     info = RunInfo()
     layers = ["child-process", "new-session-kill", "rlimits", "scrubbed-environment",
               "audit-hook-tripwire", "raw-array-channel"]
