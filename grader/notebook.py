@@ -241,7 +241,9 @@ def _show(feedback: Feedback) -> None:
         print(repr(feedback))
         return
     shell = get_ipython()
-    if shell is not None and "IPKernelApp" in getattr(shell, "config", {}):
+    in_kernel = shell is not None and (hasattr(shell, "kernel")  # Jupyter, VS Code, Colab
+                                       or "IPKernelApp" in getattr(shell, "config", {}))
+    if in_kernel:
         display(HTML(feedback._repr_html_()))
-    else:
+    else:  # a terminal IPython shows text
         print(repr(feedback))
