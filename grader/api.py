@@ -52,18 +52,18 @@ def missing_function_message(wanted: Sequence[str], defined: Sequence[str]) -> s
     return f"no function named {listing} was found (functions defined: {shown})"
 
 
+def base_metadata(seed: int, submission: str, function: str | None = None) -> dict[str, Any]:
+    """What every report's metadata starts with, however the submission was run."""
+    return {"seed": int(seed), "hidden_probes": seed != DEFAULT_SEED,
+            "grader_version": __version__, "submission": submission, "function": function}
+
+
 def grade(path: str | Path, *, assignment: str | None = None, seed: int = DEFAULT_SEED,
           limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
     """Grade one submission and return its report (a dict that follows the shipped schema)."""
     started = time.monotonic()
     path = Path(path)
-    metadata: dict[str, Any] = {
-        "seed": int(seed),
-        "hidden_probes": seed != DEFAULT_SEED,
-        "grader_version": __version__,
-        "submission": path.name,
-        "function": None,
-    }
+    metadata = base_metadata(seed, path.name)
 
     def finish(report: dict[str, Any]) -> dict[str, Any]:
         report["metadata"]["duration_seconds"] = round(time.monotonic() - started, 3)
@@ -113,6 +113,18 @@ def grade(path: str | Path, *, assignment: str | None = None, seed: int = DEFAUL
     spec = ASSIGNMENTS[chosen]
     metadata["function"] = spec.function
     return finish(evaluate(spec, chosen_holder["probes"], outcomes, load_errors, metadata))
+
+
+def grade_or_crashed(path: str | Path, *, assignment: str | None = None,
+                     seed: int = DEFAULT_SEED, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
+    """``grade``, except that a failure of the grader itself still gives a valid report: status
+    ``error``, kind ``crashed``, saying so (the command line, the action and batch use this)."""
+    try:
+        return grade(path, assignment=assignment, seed=seed, limits=limits)
+    except Exception as exc:  # a bug of ours must leave a report, never a traceback
+        return error_report(assignment or "unknown",
+                            [GraderError("crashed", f"internal grader error: {exc!r}")],
+                            {"submission": Path(path).name})
 
 
 def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallOutcome],

@@ -176,7 +176,7 @@ def _prefers(files: Sequence[Path], function: str) -> list[Path]:
 
 def grade_entry(job: Job) -> dict[str, Any]:
     """Grade one student's submission: every candidate file, keeping the best report."""
-    from grader.api import error_report, grade
+    from grader.api import error_report, grade_or_crashed
     from grader.model import GraderError
 
     entry = job.entry
@@ -187,12 +187,8 @@ def grade_entry(job: Job) -> dict[str, Any]:
     else:
         best: dict[str, Any] | None = None
         for path in _prefers(entry.files, FUNCTIONS[job.assignment])[:4]:
-            try:
-                report = grade(path, assignment=job.assignment, seed=job.seed, limits=job.limits)
-            except Exception as exc:  # the grader failed for this one: say so, go on
-                report = error_report(job.assignment,
-                                      [GraderError("crashed", f"grader error: {exc!r}")],
-                                      {"submission": path.name})
+            report = grade_or_crashed(path, assignment=job.assignment, seed=job.seed,
+                                      limits=job.limits)
             report["metadata"]["submission_path"] = str(path)
             if best is None or report["score"] > best["score"]:
                 best = report

@@ -102,19 +102,11 @@ def _grade_and_emit(submission: Path, assignment: str | None, fmt: str, output: 
                     seed: int | None, fail_under: float | None, timeout: float | None,
                     import_timeout: float | None, total_timeout: float | None,
                     memory_mb: int | None) -> None:
-    from grader.api import grade
+    from grader.api import grade_or_crashed
     from grader.render import RENDERERS
 
     limits = _limits(timeout, import_timeout, total_timeout, memory_mb)
-    try:
-        report = grade(submission, assignment=assignment, seed=_seed(seed), limits=limits)
-    except Exception as exc:  # a bug of ours must still leave a valid report, never a traceback
-        from grader.api import error_report
-        from grader.model import GraderError
-
-        report = error_report(assignment or "unknown",
-                              [GraderError("crashed", f"internal grader error: {exc!r}")],
-                              {"submission": submission.name})
+    report = grade_or_crashed(submission, assignment=assignment, seed=_seed(seed), limits=limits)
     text = RENDERERS[fmt](report)
     if output is None:
         click.echo(text, nl=False)

@@ -24,7 +24,7 @@ def _append(variable: str, text: str) -> None:
 
 
 def main() -> int:
-    from grader.api import error_report, grade
+    from grader.api import error_report, grade_or_crashed
     from grader.model import GraderError
     from grader.render import github, markdown, text
 
@@ -46,12 +46,7 @@ def main() -> int:
                               [GraderError("missing-function", "; ".join(problems))],
                               {"submission": submission.name})
     else:
-        try:
-            report = grade(submission, assignment=assignment, seed=seed)
-        except Exception as exc:  # our bug: still report, never a red traceback for the student
-            report = error_report(assignment or "unknown",
-                                  [GraderError("crashed", f"internal grader error: {exc!r}")],
-                                  {"submission": submission.name})
+        report = grade_or_crashed(submission, assignment=assignment, seed=seed)
     _append("GITHUB_OUTPUT", f"result={github.render(report).strip()}\n")
     _append("GITHUB_STEP_SUMMARY", markdown.render(report) + "\n")
     sys.stdout.write(text.render(report))

@@ -19,7 +19,6 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from grader import __version__
 from grader.model import DEFAULT_SEED, FUNCTIONS, INFERENCE_ORDER, CallOutcome, Probe
 from grader.sandbox.limits import DEFAULT_LIMITS
 
@@ -167,18 +166,16 @@ def _assignment_for(target: Any, assignment: str | None) -> str:
 def grade_function(function: Callable[..., Any], assignment: str, *,
                    seed: int = DEFAULT_SEED) -> dict[str, Any]:
     """Grade a function object in this process and return the report (same as the CLI's)."""
-    from grader.api import evaluate
+    from grader.api import base_metadata, evaluate
     from grader.assignments import ASSIGNMENTS
     from grader.probes import build_probes
     from grader.report import validate
 
     spec = ASSIGNMENTS[assignment]
     started = time.monotonic()
-    metadata: dict[str, Any] = {
-        "seed": int(seed), "hidden_probes": seed != DEFAULT_SEED, "grader_version": __version__,
-        "submission": f"{getattr(function, '__name__', 'function')} (in this notebook)",
-        "function": spec.function, "isolation": ["none: notebook self-check"],
-    }
+    name = f"{getattr(function, '__name__', 'function')} (in this notebook)"
+    metadata = {**base_metadata(seed, name, spec.function),
+                "isolation": ["none: notebook self-check"]}
     probes = build_probes(assignment, seed)
     outcomes = call_probes(function, probes)
     report = evaluate(spec, probes, outcomes, [], metadata)

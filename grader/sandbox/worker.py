@@ -27,6 +27,7 @@ def _load(name, filename):
     """A sibling file as a module, without importing the grader package."""
     spec = importlib.util.spec_from_file_location(name, os.path.join(_here, filename))
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
@@ -493,6 +494,7 @@ def zygote(control_fd):
     """
     import socket
 
+    process_hygiene = _load("_ag_limits", "limits.py")  # standard library only
     apply_limits({})  # only the death signal: the zygote dies with the grader
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: escaped grandchildren come back here
@@ -535,7 +537,7 @@ def zygote(control_fd):
             running.add(pid)
             control.send(json.dumps({"op": "spawned", "pid": pid}).encode())
         elif request["op"] == "sweep":  # kill what a finished run left adopted by us
-            for child in _own_children():
+            for child in process_hygiene.own_children():
                 if child not in running:
                     try:
                         os.kill(child, signal.SIGKILL)
@@ -544,21 +546,6 @@ def zygote(control_fd):
             report_exits()
             _reap_others(running)
             control.send(json.dumps({"op": "swept"}).encode())
-
-
-def _own_children():
-    me = os.getpid()
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat") as handle:
-                    stat = handle.read()
-            except OSError:
-                continue
-            if int(stat[stat.rfind(")") + 2:].split()[1]) == me:
-                found.append(int(name))
-    return found
 
 
 def _reap_others(running):
