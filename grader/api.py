@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grader import __version__, load, sandbox
-from grader.model import DEFAULT_SEED, FUNCTIONS, INFERENCE_ORDER, GraderError, Probe, RunInfo
+from grader.model import (
+    DEFAULT_SEED,
+    FUNCTIONS,
+    INFERENCE_ORDER,
+    GraderError,
+    Probe,
+    RunInfo,
+    printable_name,
+)
 from grader.sandbox.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
@@ -63,7 +71,7 @@ def grade(path: str | Path, *, assignment: str | None = None, seed: int = DEFAUL
     """Grade one submission and return its report (a dict that follows the shipped schema)."""
     started = time.monotonic()
     path = Path(path)
-    metadata = base_metadata(seed, path.name)
+    metadata = base_metadata(seed, printable_name(path.name))
 
     def finish(report: dict[str, Any]) -> dict[str, Any]:
         report["metadata"]["duration_seconds"] = round(time.monotonic() - started, 3)
@@ -156,8 +164,11 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
         checks = score_checks(spec, probes, outcomes, references)
         reference_outputs = [out for out, _ in references]
         errors = [*load_errors, *call_errors(probes, outcomes, reference_outputs)]
-    if metadata.get("hidden_probes"):  # their messages show secret probe values
-        checks = [dataclasses.replace(c, hidden=c.category != "interface") for c in checks]
+    if metadata.get("hidden_probes"):
+        # their messages show secret probe values, or (a failed interface check) text the
+        # submission wrote on seeing them
+        checks = [dataclasses.replace(c, hidden=c.category != "interface" or not c.passed)
+                  for c in checks]
     score = sum(c.points for c in checks)
     return build(assignment=spec.id, status="graded", score=score, max_score=max_score(spec),
                  findings=findings, checks=checks, errors=errors, metadata=metadata)

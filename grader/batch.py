@@ -18,6 +18,7 @@ import hashlib
 import io
 import json
 import multiprocessing
+import os
 import re
 import resource
 import sys
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import __version__
-from grader.model import FUNCTIONS
+from grader.model import FUNCTIONS, printable_name
 from grader.sandbox.limits import DEFAULT_LIMITS, Limits
 
 SUFFIXES = (".py", ".ipynb")
@@ -116,7 +117,7 @@ def discover(paths: Iterable[str]) -> list[Entry]:
         matches = [Path(p) for p in sorted(glob.glob(raw, recursive=True))] or [Path(raw)]
         for path in matches:
             if path.is_file() and path.suffix in SUFFIXES:
-                add(Entry(path.stem, (path,)))
+                add(Entry(printable_name(path.stem), (path,)))
             elif path.is_dir() and (path / GRADESCOPE_METADATA).is_file():
                 for entry in gradescope_export(path):
                     add(entry)
@@ -125,16 +126,16 @@ def discover(paths: Iterable[str]) -> list[Entry]:
                     if child.name.startswith((".", "__")):
                         continue
                     if child.is_file() and child.suffix in SUFFIXES:
-                        add(Entry(child.stem, (child,)))
+                        add(Entry(printable_name(child.stem), (child,)))
                     elif child.is_dir():
-                        add(Entry(child.name, candidates(child)))
+                        add(Entry(printable_name(child.name), candidates(child)))
     return list(entries.values())
 
 
 def content_hash(files: Sequence[Path]) -> str:
     digest = hashlib.sha256()
     for path in files:
-        digest.update(path.name.encode() + b"\0")
+        digest.update(os.fsencode(path.name) + b"\0")
         try:
             digest.update(path.read_bytes())
         except OSError as exc:
@@ -189,7 +190,7 @@ def grade_entry(job: Job) -> dict[str, Any]:
         for path in _prefers(entry.files, FUNCTIONS[job.assignment])[:4]:
             report = grade_or_crashed(path, assignment=job.assignment, seed=job.seed,
                                       limits=job.limits)
-            report["metadata"]["submission_path"] = str(path)
+            report["metadata"]["submission_path"] = printable_name(str(path))
             if best is None or report["score"] > best["score"]:
                 best = report
         assert best is not None
@@ -284,7 +285,7 @@ def _row(entry: Entry, name: str, report: dict[str, Any]) -> dict[str, Any]:
     meta = report.get("metadata", {})
     return {
         "student": entry.student,
-        "submission": meta.get("submission_path") or (str(entry.files[0]) if entry.files
+        "submission": meta.get("submission_path") or (printable_name(str(entry.files[0])) if entry.files
                                                       else ""),
         "report": name,
         "status": report["status"],
@@ -310,7 +311,7 @@ def run_batch(entries: Sequence[Entry], assignment: str, out_dir: Path, *, jobs:
               seed: int = 0, limits: Limits = DEFAULT_LIMITS, executor: str = "local",
               scheduler: str | None = None, resume: bool = True,
               progress: Progress | None = None) -> BatchResult:
-    from grader.cli import write_atomically
+    from grader.files import write_atomically
 
     started = time.monotonic()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -398,7 +399,7 @@ def _collect(future: Any, job: Job) -> dict[str, Any]:
 
 def write_summaries(rows: Sequence[dict[str, Any]], out_dir: Path, assignment: str) -> None:
     from grader.class_report import write_class_report
-    from grader.cli import write_atomically
+    from grader.files import write_atomically
 
     write_atomically(out_dir / "summary.json", json.dumps(list(rows), indent=2,
                                                           ensure_ascii=False) + "\n")

@@ -165,7 +165,7 @@ def html(stats: dict[str, Any]) -> str:
 
 
 def write_class_report(rows: Sequence[dict[str, Any]], out_dir: Path, assignment: str) -> None:
-    from grader.cli import write_atomically
+    from grader.files import write_atomically
 
     stats = class_statistics(rows, assignment)
     write_atomically(out_dir / "summary.md", markdown(stats))

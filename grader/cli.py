@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import click
 
+from grader.files import write_atomically
 from grader.model import DEFAULT_SEED, FUNCTIONS, GRADESCOPE_VISIBILITIES
 from grader.sandbox.limits import DEFAULT_LIMITS, Limits
 
@@ -33,8 +33,8 @@ def _seed(value: int | None) -> int:
 
 
 def _limits(timeout: float | None, import_timeout: float | None, total_timeout: float | None,
-            memory_mb: int | None) -> Limits:
-    changes: dict[str, Any] = {}
+            memory_mb: int | None, unsafe_no_fs_isolation: bool = False) -> Limits:
+    changes: dict[str, Any] = {"unsafe_no_fs_isolation": unsafe_no_fs_isolation}
     if timeout is not None:
         changes["call_seconds"] = timeout
     if import_timeout is not None:
@@ -46,23 +46,18 @@ def _limits(timeout: float | None, import_timeout: float | None, total_timeout: 
     return Limits(**{**DEFAULT_LIMITS.as_dict(), **changes})  # type: ignore[arg-type]
 
 
-def write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 _submission_argument = click.argument(
     "submission", type=click.Path(exists=True, dir_okay=False, readable=True, path_type=Path))
 _assignment_option = click.option(
     "--assignment", "-a", type=click.Choice(ASSIGNMENT_IDS), default=None,
     help="Assignment ID; inferred from the functions the submission defines when omitted.")
+
+
+_unsafe_option = click.option(
+    "--unsafe-no-fs-isolation", is_flag=True,
+    help="Run submissions even where no filesystem isolation (mount namespace, Landlock, "
+         "unprivileged user) exists and they could write the grader's own files. Only for code "
+         "you trust.")
 
 
 def _grading_options(default_format: str) -> Any:
@@ -88,6 +83,7 @@ def _grading_options(default_format: str) -> Any:
                      help=f"Seconds for everything (default {DEFAULT_LIMITS.total_seconds:g})."),
         click.option("--memory-mb", type=click.IntRange(min=256), default=None,
                      help=f"Address-space limit of the child (default {DEFAULT_LIMITS.memory_mb})."),
+        _unsafe_option,
     ]
 
     def decorate(function: Any) -> Any:
@@ -101,11 +97,11 @@ def _grading_options(default_format: str) -> Any:
 def _grade_and_emit(submission: Path, assignment: str | None, fmt: str, output: Path | None,
                     seed: int | None, fail_under: float | None, timeout: float | None,
                     import_timeout: float | None, total_timeout: float | None,
-                    memory_mb: int | None) -> None:
+                    memory_mb: int | None, unsafe_no_fs_isolation: bool) -> None:
     from grader.api import grade_or_crashed
     from grader.render import RENDERERS
 
-    limits = _limits(timeout, import_timeout, total_timeout, memory_mb)
+    limits = _limits(timeout, import_timeout, total_timeout, memory_mb, unsafe_no_fs_isolation)
     report = grade_or_crashed(submission, assignment=assignment, seed=_seed(seed), limits=limits)
     text = RENDERERS[fmt](report)
     if output is None:
@@ -157,10 +153,11 @@ def check(submission: Path, assignment: str | None, fmt: str, **options: Any) ->
               help="Dask scheduler address (tcp://host:8786) for --executor dask.")
 @click.option("--force", is_flag=True,
               help="Regrade everything, even submissions whose report is up to date.")
+@_unsafe_option
 def batch(paths: tuple[str, ...], assignment: str, out_dir: Path, jobs: int | None,
           seed: int | None, timeout: float | None, total_timeout: float | None,
           import_timeout: float | None, memory_mb: int | None, executor: str,
-          scheduler: str | None, force: bool) -> None:
+          scheduler: str | None, force: bool, unsafe_no_fs_isolation: bool) -> None:
     """Grade a class: files, folders (one per student), globs or a Gradescope export.
 
     Writes one report per submission, summary.csv, summary.json, summary.md and report.html.
@@ -173,7 +170,7 @@ def batch(paths: tuple[str, ...], assignment: str, out_dir: Path, jobs: int | No
     entries = discover(paths)
     if not entries:
         raise click.UsageError("no .py or .ipynb submissions found in the given paths.")
-    limits = _limits(timeout, import_timeout, total_timeout, memory_mb)
+    limits = _limits(timeout, import_timeout, total_timeout, memory_mb, unsafe_no_fs_isolation)
     try:
         result = run_batch(entries, assignment, out_dir, jobs=jobs or os.cpu_count() or 1,
                            seed=_seed(seed), limits=limits, executor=executor,

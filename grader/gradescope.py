@@ -172,15 +172,15 @@ def _no_submission_results(folder: Path) -> dict[str, Any]:
 def run(root: Path, config: dict[str, Any]) -> Path:
     """Grade ``root/submission`` as configured; write and return ``root/results/results.json``."""
     from grader.batch import Entry, Job, candidates, grade_entry
+    from grader.files import write_atomically
     from grader.render import gradescope
     from grader.sandbox.limits import DEFAULT_LIMITS
 
     results_path = root / "results" / "results.json"
-    results_path.parent.mkdir(parents=True, exist_ok=True)
     folder = root / "submission"
     files = candidates(folder) if folder.is_dir() else ()
     if not files:
-        results_path.write_text(json.dumps(_no_submission_results(folder), indent=2))
+        write_atomically(results_path, json.dumps(_no_submission_results(folder), indent=2))
         return results_path
     # several files (a notebook and a .py, say): each is graded and the best one counts
     job = Job(Entry("submission", files), config["assignment"], int(config.get("seed", 0)),
@@ -188,7 +188,9 @@ def run(root: Path, config: dict[str, Any]) -> Path:
     report = grade_entry(job)
     text = gradescope.render(report, hidden_visibility=config.get("hidden_visibility",
                                                                   "after_published"))
-    results_path.write_text(text)
+    # written here, after the submission's processes are gone, replacing whatever it may have
+    # left at that path
+    write_atomically(results_path, text)
     return results_path
 
 

@@ -14,14 +14,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from grader.model import GraderError
+from grader.model import GraderError, printable_name
 from grader.sandbox import Submission
 
 MAX_SOURCE_BYTES = 4 << 20
 MAX_NOTEBOOK_BYTES = 64 << 20
 #: cell magics whose body is ordinary Python
 _PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun", "memit", "debug"}
-_ASSIGNED_MAGIC = re.compile(r"^(\s*)([\w.,\s\[\]()]+?)\s*=\s*[%!]")
 
 
 class LoadError(Exception):
@@ -33,14 +32,33 @@ class LoadError(Exception):
         self.defined = defined
 
 
+_NAME_CHARACTERS = frozenset("_.,[]() \t")
+
+
+def _assigned_magic(line: str) -> str | None:
+    """The target of ``x = %magic`` or ``a, b = !command``, else None (one pass: linear)."""
+    left, equals, right = line.partition("=")
+    target = left.strip()
+    if not equals or not target or not right.lstrip().startswith(("%", "!")):
+        return None
+    if not all(c.isalnum() or c in _NAME_CHARACTERS for c in target):
+        return None
+    return target
+
+
 def neutralise_magics(source: str) -> str:
-    """Turn IPython-only lines into no-ops; leave plain Python untouched."""
+    """Turn IPython-only lines into no-ops; leave plain Python untouched.
+
+    Lines are cut as IPython cuts them (``str.splitlines``) and every line ending is kept, so
+    the code that runs is exactly the code Jupyter runs (a U+2028 inside a comment stays inside
+    the comment). Linear in the cell's length.
+    """
     try:
         ast.parse(source)
         return source
     except (SyntaxError, ValueError):
         pass
-    lines = source.splitlines()
+    lines = source.splitlines(keepends=True)
     if lines and lines[0].lstrip().startswith("%%"):
         magic = lines[0].lstrip()[2:].split(maxsplit=1)[0] if lines[0].strip() != "%%" else ""
         if magic not in _PYTHON_CELL_MAGICS:
@@ -48,18 +66,20 @@ def neutralise_magics(source: str) -> str:
         lines = lines[1:]
     cleaned = []
     for line in lines:
-        stripped = line.lstrip()
-        indent = line[: len(line) - len(stripped)]
-        assigned = _ASSIGNED_MAGIC.match(line)
+        body = line.rstrip("\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+        ending = line[len(body):]
+        stripped = body.lstrip()
+        indent = body[: len(body) - len(stripped)]
+        target = _assigned_magic(body)
         if stripped.startswith(("%", "!")):
-            cleaned.append(f"{indent}pass")
-        elif assigned:
-            cleaned.append(f"{assigned.group(1)}{assigned.group(2).strip()} = None")
+            cleaned.append(f"{indent}pass{ending}")
+        elif target is not None:
+            cleaned.append(f"{indent}{target} = None{ending}")
         elif stripped.endswith("?") and not stripped.startswith("#") and "#" not in stripped:
-            cleaned.append(f"{indent}pass")
+            cleaned.append(f"{indent}pass{ending}")
         else:
             cleaned.append(line)
-    return "\n".join(cleaned)
+    return "".join(cleaned)
 
 
 def defined_names(sources: tuple[str, ...]) -> tuple[str, ...]:
@@ -92,23 +112,24 @@ def _read_bytes(path: Path, limit: int) -> bytes:
 
 
 def load_python(path: Path) -> Submission:
+    name = printable_name(path.name)
     data = _read_bytes(path, MAX_SOURCE_BYTES)
     try:
         source = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise LoadError(GraderError("syntax-error", f"{path.name} is not UTF-8 text: {exc}")) from exc
+        raise LoadError(GraderError("syntax-error", f"{name} is not UTF-8 text: {exc}")) from exc
     if "\x00" in source:
-        raise LoadError(GraderError("syntax-error", f"{path.name} is not a text file (NUL bytes)"))
+        raise LoadError(GraderError("syntax-error", f"{name} is not a text file (NUL bytes)"))
     try:
-        compile(source, path.name, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        compile(source, name, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
         where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
         text = (exc.text or "").rstrip()
         detail = f"\n    {text}" if text else ""
-        raise LoadError(GraderError("syntax-error", f"{path.name}, {where}: {exc.msg}{detail}"),
+        raise LoadError(GraderError("syntax-error", f"{name}, {where}: {exc.msg}{detail}"),
                         defined_names((source,))) from exc
     except (ValueError, RecursionError, MemoryError) as exc:
-        raise LoadError(GraderError("syntax-error", f"{path.name} cannot be parsed: {exc}")) from exc
+        raise LoadError(GraderError("syntax-error", f"{name} cannot be parsed: {exc}")) from exc
     return Submission(path, "py", (source,))
 
 
@@ -141,6 +162,7 @@ def _upgrade(text: str) -> dict[str, Any]:
 
 
 def load_notebook(path: Path) -> Submission:
+    name = printable_name(path.name)
     data = _read_bytes(path, MAX_NOTEBOOK_BYTES)
     try:
         text = data.decode("utf-8-sig")
@@ -156,12 +178,12 @@ def load_notebook(path: Path) -> Submission:
     except (ValueError, UnicodeDecodeError, RecursionError, KeyError, TypeError,
             AttributeError) as exc:
         raise LoadError(GraderError("invalid-notebook",
-                                    f"{path.name} is not a valid Jupyter notebook: {exc}")) from exc
+                                    f"{name} is not a valid Jupyter notebook: {exc}")) from exc
     except Exception as exc:  # nbformat raises its own validation errors for old notebooks
         raise LoadError(GraderError("invalid-notebook",
-                                    f"{path.name} is not a valid Jupyter notebook: {exc}")) from exc
+                                    f"{name} is not a valid Jupyter notebook: {exc}")) from exc
     if not any(s.strip() for s in sources):
-        raise LoadError(GraderError("missing-function", f"{path.name} has no code cells"))
+        raise LoadError(GraderError("missing-function", f"{name} has no code cells"))
     return Submission(path, "ipynb", tuple(neutralise_magics(s) for s in sources))
 
 

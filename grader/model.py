@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -26,7 +27,8 @@ INFERENCE_ORDER = tuple(FUNCTIONS)
 #: Gradescope's visibility settings for a test (its specs.md, "Controlling Test Case Visibility")
 GRADESCOPE_VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 
-#: SPEC section 4 ``errors[].kind``
+#: SPEC section 4 ``errors[].kind``, and ``isolation-unavailable`` (the submission was not run:
+#: no filesystem isolation here, see ``--unsafe-no-fs-isolation``)
 ERROR_KINDS = (
     "syntax-error",
     "missing-function",
@@ -39,6 +41,7 @@ ERROR_KINDS = (
     "non-finite-output",
     "forbidden-import",
     "crashed",
+    "isolation-unavailable",
 )
 
 
@@ -134,3 +137,10 @@ class RunInfo:
     fatal: GraderError | None = None
     stdout: str = ""
     isolation: tuple[str, ...] = ()
+
+
+def printable_name(name: str) -> str:
+    """A file name as one line of text any encoder takes: bytes that are not UTF-8 shown as
+    ``\\xff``, control characters as escapes."""
+    text = os.fsencode(name).decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

@@ -1,44 +1,81 @@
-"""A Markdown feedback page (GitHub job summary, Gradescope ``output``, notebooks)."""
+"""A Markdown feedback page (GitHub job summary, Gradescope ``output``, notebooks).
+
+Every piece of text that can come from a submission (error messages, file names, check details
+quoting an exception) goes into a code fence or is escaped, so it can neither format the page
+nor inject HTML or links.
+"""
 
 from __future__ import annotations
 
+import html
+import re
 from typing import Any
 
+_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
+#: errors that happen before any probe runs: their messages cannot show a probe's values
+LOADING_ERRORS = frozenset({"syntax-error", "invalid-notebook", "missing-function",
+                            "forbidden-import", "isolation-unavailable"})
+HIDDEN_DETAIL = ("(details come from hidden tests: they are shown with the tests once grades are "
+                 "published)")
 
-def _fence(text: str) -> str:
-    return "```\n" + text.replace("```", "'''") + "\n```"
+
+def fence(text: str) -> str:
+    """``text`` shown verbatim: no run of backticks in it can close the fence."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    marks = "`" * max(3, longest + 1)
+    return f"{marks}\n{text}\n{marks}"
+
+
+def inline(text: str) -> str:
+    """``text`` as one line of plain Markdown: HTML and Markdown syntax shown, never applied."""
+    escaped = _SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
+    return " ".join(escaped.split())
+
+
+def error_text(error: dict[str, Any], *, evidence: bool) -> str:
+    """An error's message, or under hidden probes (``evidence=False``) a note, for errors whose
+    message the submission may have written from a probe's values."""
+    if evidence or error["kind"] in LOADING_ERRORS:
+        return str(error["message"])
+    return HIDDEN_DETAIL
 
 
 def render(report: dict[str, Any], *, evidence: bool = True) -> str:
-    """The page; ``evidence=False`` leaves out the evidence, whose reproducing calls show probe
-    values (Gradescope's always-visible output under a hidden seed)."""
+    """The page; ``evidence=False`` leaves out everything that could show a hidden probe's
+    values (Gradescope's always-visible output under a hidden seed): evidence, the details of
+    hidden checks and the messages of errors raised while probing."""
     meta = report.get("metadata", {})
     lines = [
-        f"## attention-grader: `{report['assignment']}`",
+        f"## attention-grader: {inline(str(report['assignment']))}",
         "",
         f"**Score: {report['score']:g} / {report['max_score']:g}**"
         + ("" if report["status"] == "graded" else " (the submission could not be graded)"),
         "",
     ]
     if meta.get("submission"):
-        lines += [f"Submission: `{meta['submission']}`", ""]
+        lines += [f"Submission: {inline(str(meta['submission']))}", ""]
     for error in report["errors"]:
-        lines += [f"**Error ({error['kind']})**", "", _fence(error["message"]), ""]
+        lines += [f"**Error ({inline(error['kind'])})**", "",
+                  fence(error_text(error, evidence=evidence)), ""]
     if report["misconceptions"]:
         lines += ["### Misconceptions", ""]
         for item in report["misconceptions"]:
             bank = ", ".join(item["question_bank"])
             lines += [f"#### `{item['id']}`: {item['title']}", "", item["explanation"], ""]
             if evidence:
-                lines += ["Evidence:", "", _fence(item["evidence"]), ""]
+                lines += ["Evidence:", "", fence(item["evidence"]), ""]
             if bank:
                 lines += [f"Question bank: {bank}", ""]
     if report["checks"]:
         lines += ["### Checks", "", "| | check | points | details |", "|---|---|---|---|"]
         for check in report["checks"]:
             mark = "pass" if check["passed"] else "**fail**"
-            detail = "" if check["passed"] else check["message"].replace("|", "\\|").replace(
-                "\n", " ")
+            if check["passed"]:
+                detail = ""
+            elif check.get("hidden") and not evidence:
+                detail = HIDDEN_DETAIL
+            else:
+                detail = inline(check["message"])
             lines.append(f"| {mark} | `{check['id']}` | {check['points']:g} / "
                          f"{check['max_points']:g} | {detail} |")
         lines.append("")

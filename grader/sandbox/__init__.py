@@ -28,21 +28,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.model import CallOutcome, GraderError, Probe, RunInfo
+from grader.model import CallOutcome, GraderError, Probe, RunInfo, printable_name
 from grader.sandbox import wire
 from grader.sandbox.limits import (
     DEFAULT_LIMITS,
     Limits,
     become_subreaper,
+    boot_ticks,
     child_environment,
     kill_run,
     own_children,
+    reap_zombies,
+    remove_leftovers,
 )
 
 WORKER = Path(__file__).with_name("worker.py")
+UNPRIVILEGED_ID = 65534  # the child's user after the uid drop (confine.py)
 PACKAGE_ROOTS = (Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[2] / "reference")
 WANTED_FUNCTIONS = ("softmax", "scaled_dot_product_attention", "multi_head_attention")
 OUTPUT_EXCERPT_BYTES = 4096
+#: layers not to try (comma-separated names, or ``namespaces``): for testing the fallbacks
+SKIP_LAYERS_VARIABLE = "ATTENTION_GRADER_SKIP_LAYERS"
+REFUSED_MESSAGE = (
+    "the submission was not run: no filesystem isolation (mount namespace, Landlock or an "
+    "unprivileged user) is available here, and its process could have written the grader's own "
+    "files. Run the grader in a container or as a user that does not own its installation, or "
+    "pass --unsafe-no-fs-isolation to run it anyway (only for code you trust)")
 
 
 @dataclass(frozen=True)
@@ -93,25 +104,50 @@ def encode_calls(function: str, probes: Sequence[Probe]) -> bytes:
     return wire.encode(header, b"".join(chunks))
 
 
+def _numeric_dtype(text: object) -> Any:
+    """The dtype a frame names, when it is a plain number type (any byte order or precision)."""
+    import numpy as np
+
+    if not isinstance(text, str) or len(text) > 8:
+        raise wire.ProtocolError(f"unexpected dtype {text!r}")
+    try:
+        dtype = np.dtype(text)
+    except TypeError as exc:
+        raise wire.ProtocolError(f"unexpected dtype {text!r}") from exc
+    if dtype.kind not in "biuf" or dtype.fields is not None or dtype.subdtype is not None:
+        raise wire.ProtocolError(f"unexpected dtype {text!r}")
+    return dtype
+
+
 def decode_arrays(header: dict[str, Any], blob: bytes) -> dict[str, Any]:
-    """The arrays of a result frame, checked field by field before any byte is interpreted."""
+    """The arrays of a result frame, checked field by field before any byte is interpreted, in
+    native byte order (extended precision as float64)."""
     import numpy as np
 
     arrays = {}
-    for meta in header.get("arrays", []):
-        dtype, shape = meta.get("dtype"), meta.get("shape")
-        offset, nbytes = meta.get("offset"), meta.get("nbytes")
-        if dtype not in wire.ACCEPTED_DTYPES:
-            raise wire.ProtocolError(f"unexpected dtype {dtype!r}")
-        if not (isinstance(shape, list) and all(isinstance(s, int) and s >= 0 for s in shape)):
+    metas = header.get("arrays", [])
+    if not isinstance(metas, list):
+        raise wire.ProtocolError("bad array list")
+    for meta in metas:
+        if not isinstance(meta, dict):
+            raise wire.ProtocolError("bad array description")
+        dtype = _numeric_dtype(meta.get("dtype"))
+        shape, offset, nbytes = meta.get("shape"), meta.get("offset"), meta.get("nbytes")
+        if not (isinstance(shape, list) and len(shape) <= 32
+                and all(type(s) is int and 0 <= s < 1 << 40 for s in shape)):
             raise wire.ProtocolError("bad shape")
-        if not (isinstance(offset, int) and isinstance(nbytes, int) and offset >= 0):
+        if not (type(offset) is int and type(nbytes) is int and offset >= 0):
             raise wire.ProtocolError("bad offset")
-        expected = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        if nbytes != expected or offset + nbytes > len(blob):
+        count = 1
+        for size in shape:
+            count *= size
+        if nbytes != count * dtype.itemsize or offset + nbytes > len(blob):
             raise wire.ProtocolError("array size does not match its shape")
-        array = np.frombuffer(blob, dtype=dtype, count=int(np.prod(shape, dtype=np.int64)),
-                              offset=offset).reshape(shape)
+        array = np.frombuffer(blob, dtype=dtype, count=count, offset=offset).reshape(shape)
+        if dtype.kind == "f" and dtype.itemsize > 8:
+            array = array.astype(np.float64)
+        elif not dtype.isnative:
+            array = array.astype(dtype.newbyteorder("="))
         arrays[str(meta.get("role"))] = array
     return arrays
 
@@ -235,8 +271,8 @@ def _server() -> _ForkServer | None:
 class _Child:
     """One worker process and its two pipes."""
 
-    def __init__(self, submission: Submission, workdir: Path, logdir: Path, limits: Limits,
-                 attempt: int) -> None:
+    def __init__(self, submission: Submission, workdir: Path, logdir: Path, newroot: Path,
+                 limits: Limits, attempt: int) -> None:
         self.nonce = secrets.token_hex(16)
         self.marker = secrets.token_hex(8)
         self.limits = limits
@@ -273,10 +309,17 @@ class _Child:
             "nonce": self.nonce,
             "kind": submission.kind,
             "sources": list(submission.sources),
-            "filename": submission.path.name,  # tracebacks say attention.py, not a temp path
+            "filename": printable_name(submission.path.name),  # tracebacks say attention.py, not a temp path
             "limits": limits.for_child(),
             "forbidden_roots": forbidden_roots(),
             "wanted": list(WANTED_FUNCTIONS),
+            "confine": {
+                "workdir": str(workdir),
+                "newroot": str(newroot),
+                "forbidden_roots": forbidden_roots(),
+                "require_fs_isolation": not limits.unsafe_no_fs_isolation,
+                "skip": [x for x in os.environ.get(SKIP_LAYERS_VARIABLE, "").split(",") if x],
+            },
         }
         self.send(wire.encode(setup))
 
@@ -336,20 +379,50 @@ class _Child:
                 pass
 
 
-KNOWN_LAYERS = ("network-namespace", "unprivileged-uid", "seccomp")
+KNOWN_LAYERS = ("pid-namespace", "mount-namespace", "network-namespace", "read-only-root",
+                "unprivileged-uid", "no-capabilities", "landlock", "seccomp")
+
+
+def _strings(value: object, limit: int) -> list[str]:
+    return [str(x)[:500] for x in value[:limit]] if isinstance(value, list) else []
+
+
+def _signatures(value: object) -> dict[str, Any]:
+    """``{name: [[parameter, kind, has default], ...] or None}``, or nothing when malformed."""
+    if not isinstance(value, dict):
+        return {}
+    kept: dict[str, Any] = {}
+    for name, params in list(value.items())[:10]:
+        if params is None:
+            kept[str(name)] = None
+        elif isinstance(params, list) and all(
+                isinstance(p, list) and len(p) == 3 and isinstance(p[0], str)
+                and isinstance(p[1], str) and isinstance(p[2], bool) for p in params):
+            kept[str(name)] = params[:50]
+    return kept
+
+
+def _error_from(value: object, default: str) -> GraderError:
+    entry = value if isinstance(value, dict) else {}
+    return GraderError(str(entry.get("kind", default)), str(entry.get("message"))[:4000])
 
 
 def _info_from_loaded(header: dict[str, Any], info: RunInfo) -> None:
-    info.defined_functions = tuple(str(f) for f in header.get("functions", []))[:200]
-    info.signatures = header.get("signatures") or {}
+    """What the child found after loading, taken only in shapes the grader expects."""
+    info.defined_functions = tuple(_strings(header.get("functions"), 200))
+    info.signatures = _signatures(header.get("signatures"))
     fatal = header.get("fatal")
     if fatal:
-        info.fatal = GraderError(fatal.get("kind", "runtime-error"), str(fatal.get("message")))
-    for error in header.get("errors", [])[:20]:
-        kind = error.get("kind", "runtime-error")
-        info.load_errors.append(GraderError(kind if kind in ("syntax-error", "timeout",
-                                                             "memory-limit") else "runtime-error",
-                                            f"{error.get('where')}: {error.get('message')}"))
+        error = _error_from(fatal, "runtime-error")
+        kind = error.kind if error.kind in ("syntax-error", "runtime-error") else "runtime-error"
+        info.fatal = GraderError(kind, error.message)
+    errors = header.get("errors")
+    for entry in errors[:20] if isinstance(errors, list) else ():
+        error = _error_from(entry, "runtime-error")
+        where = entry.get("where") if isinstance(entry, dict) else None
+        kind = error.kind if error.kind in ("syntax-error", "timeout", "memory-limit") else \
+            "runtime-error"
+        info.load_errors.append(GraderError(kind, f"{str(where)[:100]}: {error.message}"))
 
 
 def _outcome(probe: Probe, header: dict[str, Any], blob: bytes) -> CallOutcome:
@@ -372,17 +445,23 @@ def _outcome(probe: Probe, header: dict[str, Any], blob: bytes) -> CallOutcome:
     arrays = {role: array.copy() for role, array in arrays.items()}
     inputs = tuple(arrays[k] for k in sorted((k for k in arrays if k.startswith("input:")),
                                              key=lambda k: int(k.split(":")[1])))
+    seconds = header.get("seconds")
     return CallOutcome(
         probe.id,
         output=arrays["output"],
         weights=arrays.get("weights"),
         repeat_output=arrays.get("repeat"),
         inputs_after=inputs,
-        seconds=float(header.get("seconds", 0.0)),
+        seconds=float(seconds) if type(seconds) in (int, float) else 0.0,
     )
 
 
+#: what reading a frame the submission forged can raise: all mean "it broke the channel"
+MALFORMED = (wire.ProtocolError, ValueError, TypeError, KeyError, AttributeError, IndexError,
+             OverflowError, MemoryError)
+
 _one_run_at_a_time = threading.Lock()
+_last_run_started: int | None = None
 
 
 def run(submission: Submission, plan: Planner, limits: Limits = DEFAULT_LIMITS,
@@ -393,8 +472,14 @@ def run(submission: Submission, plan: Planner, limits: Limits = DEFAULT_LIMITS,
     here overlap with the child's start-up. Runs in one process take turns (threads wait): the
     clean-up after a run kills by process, and would end a concurrent run's children.
     """
+    global _last_run_started
     with _one_run_at_a_time:
-        return _run(submission, plan, limits, prepare)
+        reap_zombies(_last_run_started)  # what died late in the run before
+        _last_run_started = boot_ticks()
+        try:
+            return _run(submission, plan, limits, prepare)
+        finally:
+            reap_zombies(_last_run_started)
 
 
 def _run(submission: Submission, plan: Planner, limits: Limits,
@@ -407,12 +492,12 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
     if _use_fork_server:
         layers.append("prewarmed-fork-server")
     info.isolation = tuple(layers)
-    started = time.monotonic()
+    started, started_wall = time.monotonic(), time.time()
     total_deadline = started + limits.total_seconds
     base = Path(tempfile.mkdtemp(prefix="attention-grader-"))
-    workdir, logdir = base / "work", base / "log"
-    workdir.mkdir()
-    logdir.mkdir()
+    workdir, logdir, newroot = base / "work", base / "log", base / "root"
+    for folder in (workdir, logdir, newroot):
+        folder.mkdir()
     outcomes: dict[int, CallOutcome] = {}
     tripped: list[str] = []
     try:
@@ -420,7 +505,7 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
         attempt = 0
         while True:
             remaining = [i for i in range(len(planned[1])) if i not in outcomes] if planned else []
-            child = _Child(submission, workdir, logdir, limits, attempt)
+            child = _Child(submission, workdir, logdir, newroot, limits, attempt)
             if prepare is not None and attempt == 0:
                 prepare()
             try:
@@ -442,6 +527,9 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
                     if i not in outcomes:
                         outcomes[i] = CallOutcome(probe.id, kind, f"not run: {reason}")
                 break
+        if "unprivileged-uid" in info.isolation and not {"read-only-root", "landlock"} & set(
+                info.isolation):
+            remove_leftovers(UNPRIVILEGED_ID, started_wall)
         info.stdout = _excerpt(logdir)
         if tripped:
             info.forbidden = sorted(set(tripped))[:10]
@@ -460,9 +548,14 @@ def _drive(child: _Child, info: RunInfo, plan: Planner,
     try:
         frame = child.next_frame(import_deadline)
         if frame is not None and frame[0].get("type") == "hardened":
+            hardened = frame[0]
             if first:  # sent before the submission runs, so the submission cannot forge it
-                layers = [str(x) for x in frame[0].get("layers") or [] if x in KNOWN_LAYERS]
+                layers = hardened.get("layers")
+                layers = [x for x in layers if x in KNOWN_LAYERS] if isinstance(layers, list) else []
                 info.isolation = tuple(dict.fromkeys([*info.isolation, *layers]))
+            if hardened.get("refused"):
+                info.fatal = GraderError("isolation-unavailable", REFUSED_MESSAGE)
+                return None
             frame = child.next_frame(import_deadline)
     except (EOFError, wire.ProtocolError):
         frame = None
@@ -480,9 +573,13 @@ def _drive(child: _Child, info: RunInfo, plan: Planner,
                                       "not run: loading the submission again timed out")
         return planned
     header, _ = frame
-    tripped.extend(str(t) for t in header.get("tripped", []))
+    tripped.extend(_strings(header.get("tripped"), 10))
     if first:
-        _info_from_loaded(header, info)
+        try:
+            _info_from_loaded(header, info)
+        except MALFORMED as exc:
+            info.fatal = GraderError("crashed", f"the submission broke the result channel ({exc})")
+            return None
         planned = plan(info)
         if planned is None:
             return None
@@ -507,14 +604,14 @@ def _drive(child: _Child, info: RunInfo, plan: Planner,
                 f"the call did not return within {limits.call_seconds:g} s")
             return planned
         header, blob = frame
-        tripped.extend(str(t) for t in header.get("tripped", []))
+        tripped.extend(_strings(header.get("tripped"), 10))
         if header.get("type") != "result" or header.get("index") != position:
             outcomes[index] = CallOutcome(probes[index].id, "crashed",
                                           "the submission broke the result channel")
             return planned
         try:
             outcomes[index] = _outcome(probes[index], header, blob)
-        except wire.ProtocolError as exc:
+        except MALFORMED as exc:
             outcomes[index] = CallOutcome(probes[index].id, "crashed",
                                           f"the submission broke the result channel ({exc})")
             return planned

@@ -30,6 +30,8 @@ class Limits:
     open_files: int = 256
     max_restarts: int = 2
     max_result_mb: int = 64
+    #: run code even where no filesystem layer can keep it off the grader's own files
+    unsafe_no_fs_isolation: bool = False
 
     def for_child(self) -> dict[str, int | float]:
         return {
@@ -40,7 +42,7 @@ class Limits:
             "cell_seconds": self.cell_seconds,
         }
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> dict[str, float | bool]:
         return asdict(self)
 
 
@@ -117,6 +119,53 @@ def stray_processes(session: int, marker: str, spared: set[int]) -> list[int]:
     return found
 
 
+#: sessions of runs that were ended here, and processes killed here: their dead are ours to reap
+_ended_sessions: list[int] = []
+_killed: set[int] = set()
+
+
+def boot_ticks() -> int:
+    """Now, in the unit of a process's start time in ``/proc/<pid>/stat``."""
+    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * os.sysconf("SC_CLK_TCK"))
+
+
+def reap_zombies(since: int | None = None) -> None:
+    """Collect the exit status of the dead a run left, adopted by us (the subreaper) when their
+    parent died: processes of an ended run's session, killed here, from a run's pid namespace,
+    or started since ``since`` (a run's start: while a run lasts, runs take turns, so what starts
+    then and ends up ours is the run's). A host program's other children are left to it."""
+    me = os.getpid()
+    sessions = set(_ended_sessions)
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if fields[0] != "Z" or int(fields[1]) != me:
+            continue
+        started = int(fields[19])
+        if (int(fields[3]) in sessions or pid in _killed or _lived_in_a_namespace(pid)
+                or (since is not None and started >= since)):
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+            _killed.discard(pid)
+
+
+def _lived_in_a_namespace(pid: int) -> bool:
+    """Did ``pid`` run in a pid namespace below ours (one a run made)?"""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    line = next((x for x in status.splitlines() if x.startswith("NSpid:")), "")
+    return len(line.split()) > 2
+
+
 def own_children() -> set[int]:
     """The processes that are children of this one now (spared by ``kill_run``)."""
     me = os.getpid()
@@ -129,6 +178,8 @@ def own_children() -> set[int]:
 
 def kill_run(pid: int, marker: str, spared: set[int]) -> None:
     """SIGKILL the child's process group and every process the run left behind; reap ours."""
+    _ended_sessions.append(pid)
+    del _ended_sessions[:-64]
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
     killed: set[int] = set()
@@ -140,9 +191,42 @@ def kill_run(pid: int, marker: str, spared: set[int]) -> None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(stray, signal.SIGKILL)
         killed.update(strays)
+        _killed.update(strays)
         _reap(killed)
         time.sleep(0.002)
     _reap(killed)
+    _settle(pid)
+    if len(_killed) > 4096:  # pids are reused: forget the oldest guesses
+        _killed.clear()
+
+
+def _settle(session: int, seconds: float = 1.0) -> None:
+    """Wait until every process of ``session`` is dead, reaping those we adopted (not the leader:
+    its owner waits for it): killed processes take a moment to die, and only then come to us
+    (the subreaper)."""
+    me = os.getpid()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        waiting = False
+        with contextlib.suppress(OSError):
+            for name in os.listdir("/proc"):
+                if not name.isdigit():
+                    continue
+                try:
+                    stat = Path(f"/proc/{name}/stat").read_text()
+                except OSError:
+                    continue
+                fields = stat[stat.rfind(")") + 2 :].split()
+                if int(fields[3]) != session:
+                    continue
+                if fields[0] == "Z" and int(fields[1]) == me and int(name) != session:
+                    with contextlib.suppress(ChildProcessError):
+                        os.waitpid(int(name), os.WNOHANG)
+                elif fields[0] != "Z":
+                    waiting = True
+        if not waiting:
+            return
+        time.sleep(0.001)
 
 
 def _reap(pids: set[int]) -> None:
@@ -153,3 +237,32 @@ def _reap(pids: set[int]) -> None:
             done = pid
         if done:
             pids.discard(pid)
+
+
+#: the places everyone may write; where the child could reach them (the uid drop without a
+#: private root or Landlock), what it left there is removed after the run
+SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def remove_leftovers(uid: int, since: float) -> None:
+    """Remove what ``uid`` (the unprivileged user of the child) created in the shared writable
+    places since ``since`` (a ``time.time()``)."""
+    import shutil
+
+    for folder in SHARED_WRITABLE:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if info.st_uid != uid or info.st_ctime < since - 1:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)

@@ -15,6 +15,7 @@ MAX_ELEMENTS = 1 << 22
 _array = np.array
 _ndarray = np.ndarray
 _contiguous = np.ascontiguousarray
+_float64 = np.float64
 
 
 class WrongReturn(Exception):
@@ -32,6 +33,10 @@ def plain_array(value):
         raise WrongReturn(f"returned an array of dtype {array.dtype}, not numbers")
     if array.size > MAX_ELEMENTS or array.ndim > 16:
         raise WrongReturn(f"returned an array of shape {array.shape}, far too large")
+    if array.dtype.kind == "f" and array.dtype.itemsize > 8:  # long double: judged as float64
+        array = array.astype(_float64)
+    elif not array.dtype.isnative:  # big-endian: the same numbers in this machine's order
+        array = array.astype(array.dtype.newbyteorder("="))
     return _contiguous(array)
 
 

@@ -16,10 +16,6 @@ from typing import Any
 MAGIC = b"AGF1"
 PREFIX = struct.Struct("<4sIQ")
 
-#: dtypes accepted from the child; anything else is a wrong-shape error, never decoded
-ACCEPTED_DTYPES = frozenset(
-    {"<f8", "<f4", "<f2", "|b1", "<i8", "<i4", "<i2", "|i1", "<u8", "<u4", "<u2", "|u1"}
-)
 MAX_HEADER_BYTES = 1 << 20
 
 

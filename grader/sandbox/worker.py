@@ -33,6 +33,7 @@ def _load(name, filename):
 
 
 wire = _load("_ag_wire", "wire.py")
+confinement = _load("_ag_confine", "confine.py")  # standard library only
 returns = _load("_ag_returns", "returns.py")  # imports NumPy: before any student code
 WrongReturn = returns.WrongReturn
 to_arrays = returns.to_arrays
@@ -147,165 +148,6 @@ def apply_limits(limits):
         pass
 
 
-CLONE_NEWNET = 0x40000000
-CLONE_NEWUSER = 0x10000000
-SCMP_ACT_ALLOW = 0x7FFF0000
-SCMP_CMP_EQ = 4
-SCMP_CMP_MASKED_EQ = 7
-UNPRIVILEGED_ID = 65534  # nobody
-
-
-class _ArgCmp(ctypes.Structure):
-    _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int), ("datum_a", ctypes.c_uint64),
-                ("datum_b", ctypes.c_uint64)]
-
-
-def _network_namespace(libc):
-    """An empty network namespace (no interface but a down loopback): directly where the grader
-    has CAP_SYS_ADMIN (root), else inside a new user namespace where those are allowed."""
-    return libc.unshare(CLONE_NEWNET) == 0 or _user_network_namespace(libc)
-
-
-def _user_network_namespace(libc):
-    """Unprivileged: a user namespace mapping our own ids to themselves, plus a network one."""
-    uid, gid = os.geteuid(), os.getegid()
-    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
-        return False
-    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
-                       ("gid_map", f"{gid} {gid} 1")):
-        try:
-            with open(f"/proc/self/{name}", "w") as handle:
-                handle.write(text)
-        except OSError:  # without the map files are still ours; ids just show as nobody
-            pass
-    return True
-
-
-def _ancestors():
-    """The pids and process groups of our parent, its parent, ... up to init: the grader's
-    processes, in every mode."""
-    pids, groups, pid = [], set(), os.getppid()
-    while pid > 0 and pid not in pids and len(pids) < 64:
-        pids.append(pid)
-        try:
-            with open(f"/proc/{pid}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-            pid = int(fields[1])
-            groups.add(int(fields[2]))
-        except (OSError, ValueError, IndexError):
-            break
-    return pids, sorted(groups - {os.getpgrp()})
-
-
-def _seccomp_filter():
-    """Deny IP sockets, ptrace, reading other processes' memory and inotify (EACCES), and
-    signals to the grader's processes or to everyone (``kill(-1)``) (EPERM), via libseccomp when
-    the system has it. Loading it also sets no_new_privs."""
-    import errno
-    import socket
-
-    try:
-        seccomp = ctypes.CDLL("libseccomp.so.2", use_errno=True)
-    except OSError:
-        return False
-    seccomp.seccomp_init.restype = ctypes.c_void_p
-    seccomp.seccomp_init.argtypes = [ctypes.c_uint32]
-    seccomp.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
-    seccomp.seccomp_rule_add_array.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int,
-                                               ctypes.c_uint, ctypes.POINTER(_ArgCmp)]
-    seccomp.seccomp_load.argtypes = [ctypes.c_void_p]
-    seccomp.seccomp_release.argtypes = [ctypes.c_void_p]
-    context = seccomp.seccomp_init(SCMP_ACT_ALLOW)
-    if not context:
-        return False
-    deny = 0x00050000 | errno.EACCES  # SCMP_ACT_ERRNO(EACCES)
-    ok = True
-    try:
-        number = seccomp.seccomp_syscall_resolve_name(b"socket")
-        for family in (socket.AF_INET, socket.AF_INET6, getattr(socket, "AF_PACKET", 17)):
-            rule = (_ArgCmp * 1)(_ArgCmp(0, SCMP_CMP_EQ, family, 0))
-            ok &= seccomp.seccomp_rule_add_array(context, deny, number, 1, rule) == 0
-        for name in (b"ptrace", b"process_vm_readv", b"process_vm_writev", b"inotify_init",
-                     b"inotify_init1", b"inotify_add_watch", b"tkill", b"pidfd_send_signal",
-                     b"pidfd_open"):
-            number = seccomp.seccomp_syscall_resolve_name(name)
-            if number >= 0:
-                ok &= seccomp.seccomp_rule_add_array(context, deny, number, 0, None) == 0
-        refuse = 0x00050000 | errno.EPERM
-        pids, groups = _ancestors()
-        targets = [-1, *pids, *(-pid for pid in pids), *(-group for group in groups)]
-        for name in (b"kill", b"tgkill", b"rt_sigqueueinfo", b"rt_tgsigqueueinfo"):
-            number = seccomp.seccomp_syscall_resolve_name(name)
-            for target in targets if number >= 0 else ():
-                # pid_t is 32 bits: compare the low half, whatever the upper half holds
-                rule = (_ArgCmp * 1)(_ArgCmp(0, SCMP_CMP_MASKED_EQ, 0xFFFFFFFF,
-                                             target & 0xFFFFFFFF))
-                ok &= seccomp.seccomp_rule_add_array(context, refuse, number, 1, rule) == 0
-        ok = ok and seccomp.seccomp_load(context) == 0
-    finally:
-        seccomp.seccomp_release(context)
-    return bool(ok)
-
-
-def _world_readable(path):
-    """Can an unprivileged user reach ``path`` (every directory on the way searchable)?"""
-    import stat
-
-    path = os.path.realpath(path)
-    while True:
-        try:
-            mode = os.stat(path).st_mode
-        except OSError:
-            return False
-        if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
-            return False
-        if not mode & stat.S_IROTH:
-            return False
-        parent = os.path.dirname(path)
-        if parent == path:
-            return True
-        path = parent
-
-
-def _drop_privileges(workdir):
-    """As root (Gradescope, containers), continue as ``nobody``: the submission can then neither
-    signal nor trace the grader, nor write its files. Only where Python and NumPy stay readable."""
-    if os.geteuid() != 0:
-        return False
-    needed = (sys.executable, os.path.dirname(os.__file__), os.path.dirname(np.__file__))
-    if not all(_world_readable(p) for p in needed):
-        return False
-    try:
-        for root, dirs, files in os.walk(workdir):
-            for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
-                os.chown(name, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
-        os.setgroups([])
-        os.setgid(UNPRIVILEGED_ID)
-        os.setuid(UNPRIVILEGED_ID)
-        resource.setrlimit(resource.RLIMIT_NPROC, (256, 256))
-    except OSError:
-        return os.geteuid() != 0
-    return True
-
-
-def harden():
-    """The optional kernel layers, each used where this machine allows it; returns their names."""
-    active = []
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return active
-    for name, attempt in (("network-namespace", lambda: _network_namespace(libc)),
-                          ("unprivileged-uid", lambda: _drop_privileges(os.getcwd())),
-                          ("seccomp", _seccomp_filter)):
-        try:
-            if attempt():
-                active.append(name)
-        except Exception:  # noqa: BLE001 - an unavailable layer is skipped, never fatal
-            pass
-    return active
-
-
 def install_tripwires(forbidden_roots, allowed_files, forbidden_modules, tripped):
     """Audit hook: record and refuse imports of the grader and reads of its files.
 
@@ -382,8 +224,11 @@ def execute_sources(setup, namespace):
         filename = f"<{STUDENT_FILE_MARK} cell {index + 1}>" if is_notebook else setup["filename"]
         try:
             code = compile(source, filename, "exec", dont_inherit=True)
-        except (SyntaxError, ValueError) as exc:
+        except (SyntaxError, ValueError, MemoryError, RecursionError, OverflowError) as exc:
             message = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            if isinstance(exc, (MemoryError, RecursionError)):
+                message = (f"Python could not compile this code: it is too large or too deeply "
+                           f"nested ({type(exc).__name__})")
             if not is_notebook:
                 return {"kind": "syntax-error", "message": message[-2000:]}, errors
             errors.append({"kind": "syntax-error", "where": where, "message": message[-1000:]})
@@ -498,6 +343,7 @@ def zygote(control_fd):
     apply_limits({})  # only the death signal: the zygote dies with the grader
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: escaped grandchildren come back here
+    libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no fork can reach our /proc/<pid>/mem
     control = socket.socket(fileno=control_fd)
     running = set()
 
@@ -574,6 +420,9 @@ def _forked_run(control, request, fds):
         for low, high in zip(keep, keep[1:] + [1 << 16]):
             os.closerange(low + 1, high)
         os.chdir(request["cwd"])
+        # dumpable again (the server is not) until confinement: a user namespace's id maps are
+        # written through our /proc entries, which are root's in a process that is not
+        ctypes.CDLL(None, use_errno=True).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
         os.environ.clear()
         os.environ.update(request["env"])
         serve(request_fd, result_fd)
@@ -592,7 +441,16 @@ def serve(request_fd, result_fd):
         raise CellTimeout()
 
     signal.signal(signal.SIGALRM, on_alarm)
-    channel.send({"type": "hardened", "layers": harden()})  # before any student code runs
+    options = setup["confine"]
+    layers = confinement.confine(options, needed=(sys.executable, os.path.dirname(os.__file__),
+                                                  os.path.dirname(np.__file__)))
+    refused = (options.get("require_fs_isolation")
+               and not confinement.has_filesystem_isolation(layers)
+               and any(os.access(p, os.W_OK) for p in options.get("forbidden_roots") or ()))
+    # sent before any student code runs, so the submission cannot forge it
+    channel.send({"type": "hardened", "layers": layers, "refused": bool(refused)})
+    if refused:
+        return
     tripped = []
     sys.modules["grader"] = grader_stub()
     install_tripwires(setup["forbidden_roots"], [os.path.abspath(__file__), wire.__file__,

