@@ -39,6 +39,10 @@ if ! python3 -m venv /autograder/venv; then
 fi
 /autograder/venv/bin/pip install --upgrade pip
 /autograder/venv/bin/pip install ./attention-grader
+# Only root (the grader) may read the grader's code and the secret seed; where the submission
+# runs as nobody without a root of its own, it cannot read them either
+chmod -R go-rwx /autograder/source
+/autograder/venv/bin/python -c 'import grader, reference, os; print(os.path.dirname(grader.__file__)); print(os.path.dirname(reference.__file__))' | xargs chmod -R go-rwx
 """
 EXTRA_PACKAGES = """\
 # packages the submissions may import, asked for with gradescope-zip --package
@@ -56,6 +60,7 @@ main() {
     local python="${AUTOGRADER_PYTHON:-$root/venv/bin/python}"
     mkdir -p "$root/results"
     rm -f "$root/results/results.json"
+    chmod go-rwx "$root/source/autograder.json" 2>/dev/null || true
     "$python" -m grader.gradescope run --root "$root" --config "$root/source/autograder.json"
     if [ ! -s "$root/results/results.json" ]; then
         printf '%s\\n' '{"score": 0.0, "output": "The autograder could not start (its Python environment failed). Your submission was not graded; please tell the course staff.", "output_format": "md", "tests": []}' > "$root/results/results.json"

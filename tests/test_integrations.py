@@ -149,6 +149,8 @@ def test_autograder_zip_grades_like_the_cli(tmp_path: Path) -> None:
 
     (root / "submission" / "attention.py").write_text(CORRECT.read_text())
     assert _run_autograder(root)["score"] == 10
+    # the secret seed is root's alone, whatever the isolation layers available
+    assert (root / "source" / "autograder.json").stat().st_mode & 0o077 == 0
 
 
 def test_autograder_setup_installs_the_extra_packages(tmp_path: Path) -> None:
@@ -158,6 +160,7 @@ def test_autograder_setup_installs_the_extra_packages(tmp_path: Path) -> None:
     assert built.returncode == 0, built.stderr
     setup = zipfile.ZipFile(zip_path).read("setup.sh").decode()
     assert "pip install ./attention-grader" in setup
+    assert "chmod -R go-rwx /autograder/source" in setup  # the grader and the seed are root's
     assert setup.rstrip().endswith("pip install scipy torch==2.13.0")
     check_syntax = subprocess.run(["bash", "-n"], input=setup, text=True, capture_output=True)
     assert check_syntax.returncode == 0, check_syntax.stderr
