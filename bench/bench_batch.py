@@ -66,7 +66,7 @@ def make_class(folder: Path, count: int, hanging: int) -> None:
 
 def run(count: int, jobs: int, timeout: float, hanging: int) -> dict[str, float]:
     from grader.batch import discover, run_batch
-    from grader.sandbox.limits import Limits
+    from grader.config import Limits
 
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch) / "class"

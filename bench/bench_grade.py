@@ -44,12 +44,11 @@ def notebook_of(source: Path, folder: Path) -> Path:
 
 def diagnosis_seconds(path: Path, repeat: int) -> tuple[float, list[str]]:
     from grader import load, sandbox
-    from grader.assignments import ASSIGNMENTS
-    from grader.diagnose import diagnose
-    from grader.probes import build_probes
+    from grader.core.assignments import get
+    from grader.core.diagnose import diagnose
 
-    spec = ASSIGNMENTS["attention"]
-    probes = build_probes("attention")
+    spec = get("attention")
+    probes = spec.probes()
     _, outcomes = sandbox.run(load.load(path), lambda info: (spec.function, probes))
     times, ids = [], []
     for _ in range(repeat):

@@ -16,7 +16,7 @@ __all__ = ["__version__", "check", "grade"]
 
 def __getattr__(name: str) -> Any:
     if name == "grade":
-        from grader.api import grade
+        from grader.pipeline import grade
 
         return grade
     if name == "check":

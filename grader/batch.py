@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader import __version__
-from grader.model import FUNCTIONS, printable_name
-from grader.sandbox.limits import DEFAULT_LIMITS, Limits
+from grader import __version__, registry
+from grader.config import DEFAULT_LIMITS, Limits
+from grader.model import printable_name
 
 SUFFIXES = (".py", ".ipynb")
 GRADESCOPE_METADATA = "submission_metadata.yml"
@@ -177,8 +177,8 @@ def _prefers(files: Sequence[Path], function: str) -> list[Path]:
 
 def grade_entry(job: Job) -> dict[str, Any]:
     """Grade one student's submission: every candidate file, keeping the best report."""
-    from grader.api import error_report, grade_or_crashed
     from grader.model import GraderError
+    from grader.pipeline import error_report, grade_or_crashed
 
     entry = job.entry
     if not entry.files:
@@ -187,7 +187,7 @@ def grade_entry(job: Job) -> dict[str, Any]:
             {"submission": entry.student})
     else:
         best: dict[str, Any] | None = None
-        for path in _prefers(entry.files, FUNCTIONS[job.assignment])[:4]:
+        for path in _prefers(entry.files, registry.get(job.assignment).function)[:4]:
             report = grade_or_crashed(path, assignment=job.assignment, seed=job.seed,
                                       limits=job.limits)
             report["metadata"]["submission_path"] = printable_name(str(path))
@@ -207,11 +207,10 @@ def _peak_rss_mb() -> float:
 
 def _warm_worker() -> None:
     """Pool initializer: import the grading stages and start the fork server once."""
-    from grader import api, sandbox
+    from grader import pipeline, sandbox
 
-    sandbox.use_fork_server(True)
-    api._import_numeric_stages()
-    sandbox._server()
+    sandbox.start_fork_server()
+    pipeline.import_numeric_stages()
 
 
 def _grade_entry_warm(job: Job) -> dict[str, Any]:
@@ -385,8 +384,8 @@ def _collect(future: Any, job: Job) -> dict[str, Any]:
     try:
         return dict(future.result())
     except Exception as exc:  # the worker itself died (e.g. killed): report it for this one only
-        from grader.api import error_report
         from grader.model import GraderError
+        from grader.pipeline import error_report
 
         message = (f"grader error: {exc!r}" if not isinstance(exc, BrokenProcessPool) else
                    "the grading process died while grading this submission alone (did the "

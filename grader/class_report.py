@@ -16,7 +16,7 @@ from typing import Any
 
 
 def class_statistics(rows: Sequence[dict[str, Any]], assignment: str) -> dict[str, Any]:
-    from grader.assignments import rubric
+    from grader.registry import rubric
     from reference.catalogue import BY_ID
 
     scores = [float(r["score"]) for r in rows]

@@ -10,11 +10,12 @@ from typing import Any
 
 import click
 
+from grader import registry
+from grader.config import DEFAULT_LIMITS, Limits
 from grader.files import write_atomically
-from grader.model import DEFAULT_SEED, FUNCTIONS, GRADESCOPE_VISIBILITIES
-from grader.sandbox.limits import DEFAULT_LIMITS, Limits
+from grader.model import DEFAULT_SEED, GRADESCOPE_VISIBILITIES
 
-ASSIGNMENT_IDS = sorted(FUNCTIONS)
+ASSIGNMENT_IDS = list(registry.ids())
 
 FORMATS = ("json", "text", "gradescope", "github", "markdown", "html")
 SEED_VARIABLE = "ATTENTION_GRADER_SEED"
@@ -98,7 +99,7 @@ def _grade_and_emit(submission: Path, assignment: str | None, fmt: str, output: 
                     seed: int | None, fail_under: float | None, timeout: float | None,
                     import_timeout: float | None, total_timeout: float | None,
                     memory_mb: int | None, unsafe_no_fs_isolation: bool) -> None:
-    from grader.api import grade_or_crashed
+    from grader.pipeline import grade_or_crashed
     from grader.render import RENDERERS
 
     limits = _limits(timeout, import_timeout, total_timeout, memory_mb, unsafe_no_fs_isolation)
@@ -220,16 +221,14 @@ def starter(assignment: str, out_dir: Path) -> None:
 @main.command()
 def assignments() -> None:
     """List the assignments and their function signatures."""
-    from grader.assignments import ASSIGNMENTS
-
-    for spec in ASSIGNMENTS.values():
+    for spec in registry.inference_order():
         click.echo(f"{spec.id:22} {spec.signature}\n{'':22} {spec.summary}")
 
 
 @main.command()
 def schema() -> None:
     """Print the JSON Schema every report follows."""
-    from grader.report import schema as report_schema
+    from grader.core.report import schema as report_schema
 
     click.echo(json.dumps(report_schema(), indent=2))
 
@@ -247,7 +246,7 @@ def explain(misconception_id: str) -> None:
         close = difflib.get_close_matches(misconception_id, list(BY_ID), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise click.UsageError(f"unknown misconception {misconception_id!r}.{hint}")
-    assignments_of = sorted({a for v in row.variants for a in v.assignments}) or ["all"]
+    assignments_of = sorted({t for v in row.variants for t in v.tasks}) or ["all"]
     click.echo(f"{row.id}: {row.title}\n")
     click.echo(row.explanation + "\n")
     click.echo(f"Assignments: {', '.join(assignments_of)}")

@@ -14,8 +14,9 @@ import os
 import sys
 from pathlib import Path
 
-from grader.model import DEFAULT_SEED, FUNCTIONS
-from grader.sandbox.limits import DEFAULT_LIMITS
+from grader import registry
+from grader.config import DEFAULT_LIMITS
+from grader.model import DEFAULT_SEED
 
 
 def _append(variable: str, text: str) -> None:
@@ -26,16 +27,16 @@ def _append(variable: str, text: str) -> None:
 
 
 def main() -> int:
-    from grader.api import error_report, grade_or_crashed
     from grader.model import GraderError
+    from grader.pipeline import error_report, grade_or_crashed
     from grader.render import github, markdown, text
 
     submission = Path(os.environ.get("SUBMISSION", "").strip() or ".")
     assignment = os.environ.get("ASSIGNMENT", "").strip() or None
     seed_text = os.environ.get("ATTENTION_GRADER_SEED", "").strip()
     problems = []
-    if assignment is not None and assignment not in FUNCTIONS:
-        problems.append(f"unknown assignment {assignment!r} (known: {', '.join(FUNCTIONS)})")
+    if assignment is not None and assignment not in registry.ids():
+        problems.append(f"unknown assignment {assignment!r} (known: {', '.join(registry.ids())})")
     if not submission.is_file():
         problems.append(f"the submission {str(submission)!r} is not a file in the repository")
     try:

@@ -22,10 +22,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from grader.model import FUNCTIONS
+from grader import registry
 from grader.render.gradescope import VISIBILITIES
 
 CONFIG_NAME = "autograder.json"
+#: the packages of the bundled copy: those of pyproject.toml (a test keeps the two equal)
+PACKAGES = ("grader", "grader.core", "grader.sandbox", "grader.render", "grader._assignments",
+            "reference")
 BUNDLE_DIR = "attention-grader"
 
 SETUP_SH = """\
@@ -78,8 +81,8 @@ def _project_toml() -> str:
     except metadata.PackageNotFoundError:  # running from a plain checkout
         from grader import __version__ as version
 
-        requires = ["numpy>=1.22", "click>=8.0", "jsonschema>=4.0", "nbformat>=5.0"]
-    packages = ["grader", "grader.sandbox", "grader.render", "grader._assignments", "reference"]
+        requires = ["numpy>=1.22", "click>=8.0", "jsonschema>=4.0", "nbformat>=5.0",
+                    'tomli>=1.1; python_version < "3.11"']
     return "\n".join([
         "[build-system]",
         'requires = ["setuptools>=64"]',
@@ -95,12 +98,12 @@ def _project_toml() -> str:
         'attention-grader = "grader.cli:main"',
         "",
         "[tool.setuptools]",
-        f"packages = {json.dumps(packages)}",
+        f"packages = {json.dumps(list(PACKAGES))}",
         'package-dir = { "grader._assignments" = "assignments" }',
         "",
         "[tool.setuptools.package-data]",
         'grader = ["schema/*.json", "py.typed"]',
-        '"grader._assignments" = ["*/rubric.json"]',
+        '"grader._assignments" = ["*/rubric.json", "*/assignment.toml"]',
         'reference = ["py.typed"]',
         "",
     ])
@@ -115,15 +118,14 @@ def _copy_package(name: str, destination: Path) -> None:
 
 def write_bundle(destination: Path) -> None:
     """An installable copy of the grader in ``destination`` (pip install DESTINATION works)."""
-    from grader.assignments import rubric
-
     destination.mkdir(parents=True, exist_ok=True)
     _copy_package("grader", destination)
     _copy_package("reference", destination)
-    for assignment in FUNCTIONS:
-        target = destination / "assignments" / assignment / "rubric.json"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(rubric(assignment), indent=2) + "\n")
+    for info in registry.inference_order():
+        target = destination / "assignments" / info.id
+        target.mkdir(parents=True, exist_ok=True)
+        for name in (registry.INTERFACE_FILE, registry.RUBRIC_FILE):
+            (target / name).write_text((info.folder / name).read_text(encoding="utf-8"))
     (destination / "assignments" / "__init__.py").write_text("")
     (destination / "pyproject.toml").write_text(_project_toml())
 
@@ -136,7 +138,7 @@ def build_zip(assignment: str, output: Path, *, seed: int | None = None,
     Without ``seed``, a random secret seed is drawn: the probes on Gradescope then have values no
     student saw locally, so memorised outputs earn nothing, while correct code scores the same.
     """
-    if assignment not in FUNCTIONS:
+    if assignment not in registry.ids():
         raise ValueError(f"unknown assignment {assignment!r}")
     if hidden_visibility not in VISIBILITIES:
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}")
@@ -177,9 +179,9 @@ def _no_submission_results(folder: Path) -> dict[str, Any]:
 def run(root: Path, config: dict[str, Any]) -> Path:
     """Grade ``root/submission`` as configured; write and return ``root/results/results.json``."""
     from grader.batch import Entry, Job, candidates, grade_entry
+    from grader.config import DEFAULT_LIMITS
     from grader.files import write_atomically
     from grader.render import gradescope
-    from grader.sandbox.limits import DEFAULT_LIMITS
 
     results_path = root / "results" / "results.json"
     folder = root / "submission"

@@ -14,8 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from grader.model import GraderError, printable_name
-from grader.sandbox import Submission
+from grader.model import GraderError, Submission, printable_name
 
 MAX_SOURCE_BYTES = 4 << 20
 MAX_NOTEBOOK_BYTES = 64 << 20

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -15,14 +16,6 @@ else:
     Array = Any
 
 DEFAULT_SEED = 0
-#: assignment ID -> the function it asks for; when a submission defines several, the first
-#: one in this order (the most advanced) is graded
-FUNCTIONS = {
-    "multi_head_attention": "multi_head_attention",
-    "attention": "scaled_dot_product_attention",
-    "softmax": "softmax",
-}
-INFERENCE_ORDER = tuple(FUNCTIONS)
 
 #: Gradescope's visibility settings for a test (its specs.md, "Controlling Test Case Visibility")
 GRADESCOPE_VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
@@ -131,7 +124,6 @@ class RunInfo:
 
     defined_functions: tuple[str, ...] = ()
     #: name -> [[parameter, kind, has default], ...] for the assignment functions it defines
-    signatures: dict[str, Any] = field(default_factory=dict)
     forbidden: list[str] = field(default_factory=list)
     load_errors: list[GraderError] = field(default_factory=list)
     fatal: GraderError | None = None
@@ -144,3 +136,12 @@ def printable_name(name: str) -> str:
     ``\\xff``, control characters as escapes."""
     text = os.fsencode(name).decode("utf-8", "backslashreplace")
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A loaded submission: the code to run, as one source (.py) or a list of cells (.ipynb)."""
+
+    path: Path
+    kind: str  # "py" or "ipynb"
+    sources: tuple[str, ...]

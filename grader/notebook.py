@@ -19,8 +19,9 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from grader.model import DEFAULT_SEED, FUNCTIONS, INFERENCE_ORDER, CallOutcome, Probe
-from grader.sandbox.limits import DEFAULT_LIMITS
+from grader import registry
+from grader.config import DEFAULT_LIMITS
+from grader.model import DEFAULT_SEED, CallOutcome, Probe
 
 
 class _CallTimeout(BaseException):
@@ -149,34 +150,34 @@ def _call_each(function: Callable[..., Any], probes: Sequence[Probe],
 
 
 def _assignment_for(target: Any, assignment: str | None) -> str:
+    known = registry.ids()
     if assignment is not None:
-        if assignment not in FUNCTIONS:
-            raise ValueError(f"unknown assignment {assignment!r}; known: {', '.join(FUNCTIONS)}")
+        if assignment not in known:
+            raise ValueError(f"unknown assignment {assignment!r}; known: {', '.join(known)}")
         return assignment
     name = target if isinstance(target, str) else getattr(target, "__name__", "")
-    if name in FUNCTIONS:
+    if name in known:
         return name
-    for assignment_id, function_name in FUNCTIONS.items():
+    for assignment_id, function_name in registry.functions().items():
         if function_name == name:
             return assignment_id
     raise ValueError(f"cannot tell which assignment `{name}` is for; pass "
-                     f"assignment= one of {', '.join(FUNCTIONS)}")
+                     f"assignment= one of {', '.join(known)}")
 
 
 def grade_function(function: Callable[..., Any], assignment: str, *,
                    seed: int = DEFAULT_SEED) -> dict[str, Any]:
     """Grade a function object in this process and return the report (same as the CLI's)."""
-    from grader.api import base_metadata, evaluate
-    from grader.assignments import ASSIGNMENTS
-    from grader.probes import build_probes
-    from grader.report import validate
+    from grader.core.assignments import get
+    from grader.core.report import validate
+    from grader.pipeline import base_metadata, evaluate
 
-    spec = ASSIGNMENTS[assignment]
+    spec = get(assignment)
     started = time.monotonic()
     name = f"{getattr(function, '__name__', 'function')} (in this notebook)"
     metadata = {**base_metadata(seed, name, spec.function),
                 "isolation": ["none: notebook self-check"]}
-    probes = build_probes(assignment, seed)
+    probes = spec.probes(seed)
     outcomes = call_probes(function, probes)
     report = evaluate(spec, probes, outcomes, [], metadata)
     report["metadata"]["duration_seconds"] = round(time.monotonic() - started, 3)
@@ -215,14 +216,15 @@ def check(target: Callable[..., Any] | str | None = None, assignment: str | None
 def _find_in(namespace: dict[str, Any], target: str | None,
              assignment: str | None) -> tuple[Callable[..., Any], str]:
     if target is None and assignment is None:
-        for assignment_id in INFERENCE_ORDER:
-            if callable(namespace.get(FUNCTIONS[assignment_id])):
-                return namespace[FUNCTIONS[assignment_id]], assignment_id
-        wanted = " or ".join(f"`{FUNCTIONS[a]}`" for a in INFERENCE_ORDER)
+        for info in registry.inference_order():
+            if callable(namespace.get(info.function)):
+                return namespace[info.function], info.id
+        wanted = " or ".join(f"`{info.function}`" for info in registry.inference_order())
         raise NameError(f"no function {wanted} is defined in this notebook yet; run the cell "
                         "that defines it first")
     assignment_id = _assignment_for(target or "", assignment)
-    wanted = FUNCTIONS[assignment_id] if target in (None, *FUNCTIONS) else str(target)
+    wanted = (registry.get(assignment_id).function if target in (None, *registry.ids())
+              else str(target))
     function = namespace.get(wanted)
     if not callable(function):
         raise NameError(f"no function `{wanted}` is defined in this notebook yet; run the "

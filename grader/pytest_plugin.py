@@ -104,16 +104,16 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     option = _setting(config, "attention_submission")
     if not option:
         return
-    from grader.api import grade
-    from grader.model import FUNCTIONS
+    from grader import registry
+    from grader.pipeline import grade
 
     path = Path(option).resolve()
     if not path.is_file():
         raise pytest.UsageError(f"--attention-submission: {option} is not a file")
     assignment = _setting(config, "attention_assignment")
-    if assignment is not None and assignment not in FUNCTIONS:
+    if assignment is not None and assignment not in registry.ids():
         raise pytest.UsageError(f"--attention-assignment: unknown assignment {assignment!r} "
-                                f"(known: {', '.join(FUNCTIONS)})")
+                                f"(known: {', '.join(registry.ids())})")
     report = grade(path, assignment=assignment, seed=_seed(config))
     config.stash[REPORT] = report
     submission = SubmissionFile.from_parent(session, path=path, report=report)

@@ -12,7 +12,8 @@ import json
 import textwrap
 from pathlib import Path
 
-from grader.assignments import ASSIGNMENTS, Assignment, rubric
+from grader.core.assignments import Assignment, get
+from grader.registry import rubric
 
 #: where classrooms find the action; courses that fork the grader change this line
 ACTION_REFERENCE = "attention-grader/attention-grader@v0"
@@ -152,7 +153,7 @@ outputs score nothing.
 
 def kit_files(assignment: str) -> dict[str, str]:
     """Relative path -> text of every file of the starter kit."""
-    spec = ASSIGNMENTS[assignment]
+    spec = get(assignment)
     return {
         "README.md": student_readme(spec),
         f"{assignment}.ipynb": starter_notebook(spec),

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-ASSIGNMENTS = ("softmax", "attention", "multi_head_attention")
+#: the tasks (``grader.core.tasks``) a row's wrong choices can occur in
+ALL_TASKS = ("softmax", "attention", "multi_head_attention")
 ATTN = ("attention",)
 MHA = ("multi_head_attention",)
 ATTN_MHA = ("attention", "multi_head_attention")
@@ -23,11 +24,11 @@ ATTN_MHA = ("attention", "multi_head_attention")
 
 @dataclass(frozen=True)
 class Variant:
-    """One wrong choice of one pipeline stage, in the assignments where it can occur."""
+    """One wrong choice of one pipeline stage, in the tasks where it can occur."""
 
     knob: str
     choice: str
-    assignments: tuple[str, ...] = ATTN_MHA
+    tasks: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class Misconception:
     explanation: str
     question_bank: tuple[str, ...]
     variants: tuple[Variant, ...]
-    #: evidence sentence; fields from ``grader.diagnose.probe_dims`` (d_k, sqrt_dk, m, ...)
+    #: evidence sentence; fields from the task's ``evidence_fields`` (d_k, sqrt_dk, m, ...)
     fingerprint: str
     #: wrong choices this one already explains, so they are not named twice
     absorbs: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
@@ -47,7 +48,7 @@ class Misconception:
     detector: str = "variant"
 
 
-def _v(knob: str, *choices: str, only: tuple[str, ...] = ATTN_MHA) -> tuple[Variant, ...]:
+def _v(knob: str, *choices: str, only: tuple[str, ...]) -> tuple[Variant, ...]:
     return tuple(Variant(knob, c, only) for c in choices)
 
 
@@ -63,7 +64,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "towards uniform weights. (Scaling Q and K each by 1/sqrt(d_k) has the same effect. Some "
         "research code uses 1/d_k on purpose, but this assignment asks for 1/sqrt(d_k).)",
         ("A-err-6", "B-11"),
-        _v("scale", "dk"),
+        _v("scale", "dk", only=ATTN_MHA),
         "your scores are divided by d_k = {d_k}; the correct divisor is sqrt(d_k) = {sqrt_dk}",
     ),
     Misconception(
@@ -74,7 +75,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "scaled dot-product attention, not an optional extra. (Keras' `layers.Attention` is "
         "unscaled by default; if you followed it, that is where the difference comes from.)",
         ("A-err-3", "A-edge-7", "B-27"),
-        _v("scale", "none"),
+        _v("scale", "none", only=ATTN_MHA),
         "your scores are not divided at all; the correct divisor is sqrt(d_k) = {sqrt_dk}",
     ),
     Misconception(
@@ -84,7 +85,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "spread d_k times too large and the softmax even sharper. This often comes from writing "
         "`scores / scale` where `scale` already holds d_k ** -0.5.",
         ("B-11", "B-27"),
-        _v("scale", "times_sqrt_dk"),
+        _v("scale", "times_sqrt_dk", only=ATTN_MHA),
         "your scores are multiplied by sqrt(d_k) = {sqrt_dk}; they should be divided by it",
     ),
     Misconception(
@@ -105,7 +106,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "is. Multiplying the weights afterwards leaves the sharpness unchanged and makes every row "
         "sum to 1/sqrt(d_k) instead of 1.",
         ("B-1", "B-2"),
-        _v("scale", "after_softmax"),
+        _v("scale", "after_softmax", only=ATTN_MHA),
         "your weights sum to 1/sqrt(d_k) = {inv_sqrt_dk} per row; they should sum to 1",
     ),
     Misconception(
@@ -116,7 +117,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "down the columns makes the queries compete for each key instead. A hard-coded axis "
         "(`axis=0` or `axis=1`) is a common cause: it is the key axis for one rank only.",
         ("A-err-1", "B-2", "B-13"),
-        _v("normalize", "over_queries")
+        _v("normalize", "over_queries", only=ATTN_MHA)
         + _v("normalize", "axis0", "axis1", only=ATTN),
         "the columns of your weights sum to 1 (over the n = {n} queries); the rows, over the "
         "m = {m} keys, should",
@@ -127,7 +128,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "The softmax is row-wise: one distribution over keys per query. A single softmax over "
         "all scores makes unrelated queries compete with each other, and no row sums to 1.",
         ("B-13",),
-        _v("normalize", "global", "global_all")
+        _v("normalize", "global", "global_all", only=ATTN_MHA)
         + _v("normalize", "global", only=("softmax",)),
         "all entries of your result together sum to 1 instead of each row (slice) separately",
     ),
@@ -150,7 +151,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "add up to 1. Without the division the output is a sum of values weighted by arbitrary "
         "positive numbers, not a weighted average.",
         ("A-tf-2", "B-2"),
-        _v("normalize", "exp_only", "exp_shifted_only", only=ASSIGNMENTS),
+        _v("normalize", "exp_only", "exp_shifted_only", only=ALL_TASKS),
         "your weights are exp(scores) without the division by their row sum",
     ),
     Misconception(
@@ -160,7 +161,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "Softmax is unchanged when you subtract a constant from every entry of a row, so "
         "subtract the row's maximum before exponentiating: the largest exponent is then 0.",
         ("B-10", "A-edge-2"),
-        _v("normalize", "unstable", only=ASSIGNMENTS),
+        _v("normalize", "unstable", only=ALL_TASKS),
         "your result has NaN or inf for scores around {big}; with the row maximum subtracted "
         "it is finite",
     ),
@@ -171,7 +172,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "that row's own maximum: with one maximum for the whole array, a row whose scores all lie "
         "far below it underflows to exp(...) = 0 everywhere and then divides 0 by 0.",
         ("B-10",),
-        _v("normalize", "global_max", only=ASSIGNMENTS),
+        _v("normalize", "global_max", only=ALL_TASKS),
         "a row whose scores lie far below the global maximum comes out as NaN (0/0)",
     ),
     Misconception(
@@ -190,7 +191,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "Keys only decide how much each position counts (they are compared with the query); the "
         "values carry the content that is averaged. The output is weights @ V, of width d_v.",
         ("A-err-5", "B-21"),
-        _v("values", "k"),
+        _v("values", "k", only=ATTN_MHA),
         "your output equals weights @ K (width d_k = {d_k}); it should be weights @ V "
         "(width d_v = {d_v})",
     ),
@@ -201,7 +202,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "last axis gives each query a distribution over keys. K Q^T is its transpose (m x n): "
         "queries and keys swap roles, which only runs at all when n = m.",
         ("A-err-2", "B-12", "B-14"),
-        _v("scores", "kqt"),
+        _v("scores", "kqt", only=ATTN_MHA),
         "with n = m = {n} your weights are those of K Q^T (rows indexed by keys)",
     ),
     Misconception(
@@ -211,7 +212,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "0). Zeroing weights after the softmax leaves rows that no longer sum to 1. (Zeroing and "
         "then dividing by the new row sum would be correct.)",
         ("A-edge-6", "B-15"),
-        _v("mask", "after_softmax"),
+        _v("mask", "after_softmax", only=ATTN_MHA),
         "your masked weights are 0 but the remaining weights of a row sum to less than 1",
     ),
     Misconception(
@@ -221,7 +222,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "block a key its score must be -inf (or a very large negative number such as -1e9), so "
         "that its weight is exactly 0.",
         ("A-edge-6", "B-30"),
-        _v("mask", "zero_fill"),
+        _v("mask", "zero_fill", only=ATTN_MHA),
         "your masked keys still get weight: their scores were set to 0, not to -inf",
     ),
     Misconception(
@@ -232,7 +233,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "which is the convention of `nn.MultiheadAttention`'s boolean `attn_mask` and "
         "`key_padding_mask`: the maths is fine, the polarity is the other library's.",
         ("A-edge-6", "B-15"),
-        _v("mask", "inverted"),
+        _v("mask", "inverted", only=ATTN_MHA),
         "the keys your mask blocks are exactly the ones marked True (allowed)",
     ),
     Misconception(
@@ -241,7 +242,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "With a mask, blocked keys must get zero weight. Your output is the same with and without "
         "the mask.",
         ("A-edge-6",),
-        _v("mask", "ignored"),
+        _v("mask", "ignored", only=ATTN_MHA),
         "your output with the mask equals your output without it",
     ),
     Misconception(
@@ -317,7 +318,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "is Q @ K^T (n x m). Q @ K only runs when K happens to be square (m = d_k), and then it "
         "multiplies queries with columns of K, which are not keys.",
         ("A-err-2", "B-12"),
-        _v("scores", "qk"),
+        _v("scores", "qk", only=ATTN_MHA),
         "with m = d_k = {m} your scores are Q @ K, not Q @ K^T",
     ),
     Misconception(
@@ -327,7 +328,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "keys there are. `K.shape[0]` or `K.shape[1]` is a sequence length (or the batch) "
         "as soon as the inputs have a batch dimension; read d_k from the last axis.",
         ("B-11", "B-19"),
-        _v("scale", "sqrt_m", "sqrt_n")
+        _v("scale", "sqrt_m", "sqrt_n", only=ATTN_MHA)
         + _v("scale", "sqrt_k_shape0", "sqrt_k_shape1", only=ATTN),
         "your scores are divided by the square root of a length (m = {m}, n = {n}); the correct "
         "divisor is sqrt(d_k) = {sqrt_dk}",
@@ -339,7 +340,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "keys, like the score matrix. Transposing it (for a causal mask: attending to the "
         "future instead of the past) blocks the wrong pairs.",
         ("A-edge-6", "B-14"),
-        _v("mask", "transposed"),
+        _v("mask", "transposed", only=ATTN_MHA),
         "with n = m = {n} your weights follow mask.T instead of mask",
     ),
     Misconception(
@@ -350,7 +351,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "(Additive masks exist, but they hold 0 and -inf, and PyTorch treats a float mask "
         "differently from a boolean one.)",
         ("B-15", "B-30"),
-        _v("mask", "additive", "additive_before_scale"),
+        _v("mask", "additive", "additive_before_scale", only=ATTN_MHA),
         "your scores equal scores + mask (True counted as 1); blocked keys keep their weight",
     ),
     Misconception(
@@ -421,23 +422,23 @@ CATALOGUE: tuple[Misconception, ...] = (
 BY_ID: Mapping[str, Misconception] = MappingProxyType({m.id: m for m in CATALOGUE})
 
 
-def deviations(assignment: str) -> tuple[tuple[str, str], ...]:
-    """Every wrong (knob, choice) pair that can occur in ``assignment``, in catalogue order."""
+def deviations(task: str) -> tuple[tuple[str, str], ...]:
+    """Every wrong (knob, choice) pair that can occur in ``task``, in catalogue order."""
     seen: dict[tuple[str, str], None] = {}
     for row in CATALOGUE:
         for variant in row.variants:
-            if assignment in variant.assignments:
+            if task in variant.tasks:
                 seen[(variant.knob, variant.choice)] = None
     return tuple(seen)
 
 
-def ids_for(assignment: str, recipe: Mapping[str, str]) -> tuple[str, ...]:
+def ids_for(task: str, recipe: Mapping[str, str]) -> tuple[str, ...]:
     """The misconception IDs that the wrong choices of ``recipe`` stand for, in catalogue order."""
-    return _ids_for(assignment, frozenset(recipe.items()))
+    return _ids_for(task, frozenset(recipe.items()))
 
 
 @functools.cache
-def _ids_for(assignment: str, chosen: frozenset[tuple[str, str]]) -> tuple[str, ...]:
+def _ids_for(task: str, chosen: frozenset[tuple[str, str]]) -> tuple[str, ...]:
     absorbed = {
         (knob, choice)
         for row in CATALOGUE
@@ -450,21 +451,27 @@ def _ids_for(assignment: str, chosen: frozenset[tuple[str, str]]) -> tuple[str, 
         hits = {
             (v.knob, v.choice)
             for v in row.variants
-            if assignment in v.assignments and (v.knob, v.choice) in chosen
+            if task in v.tasks and (v.knob, v.choice) in chosen
         }
         if hits - absorbed:
             named.append(row.id)
     return tuple(named)
 
 
-def ignored_tags(assignment: str, recipe: Mapping[str, str]) -> frozenset[str]:
+def ignored_tags(task: str, recipe: Mapping[str, str]) -> frozenset[str]:
     """Probe tags on which ``recipe`` is not compared (see ``Misconception.ignores``)."""
-    return _ignored_tags(assignment, frozenset(recipe.items()))
+    return _ignored_tags(task, frozenset(recipe.items()))
 
 
 @functools.cache
-def _ignored_tags(assignment: str, chosen: frozenset[tuple[str, str]]) -> frozenset[str]:
+def _ignored_tags(task: str, chosen: frozenset[tuple[str, str]]) -> frozenset[str]:
     tags: set[str] = set()
-    for row_id in _ids_for(assignment, chosen):
+    for row_id in _ids_for(task, chosen):
         tags |= BY_ID[row_id].ignores
     return frozenset(tags)
+
+
+def detected_by(detector: str) -> str:
+    """The ID of the row found by ``detector`` ("batch", "input-mutation") rather than by a
+    variant: diagnosis looks it up here instead of naming it."""
+    return next(row.id for row in CATALOGUE if row.detector == detector)

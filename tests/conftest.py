@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from grader import grade
-from grader.report import validate
+from grader.core.report import validate
 
 HERE = Path(__file__).parent
 SUBMISSIONS = HERE / "submissions"

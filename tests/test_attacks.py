@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 from grader import grade, sandbox
+from grader.core.report import validate
 from grader.model import DEFAULT_SEED
-from grader.report import validate
 from grader.sandbox import SKIP_LAYERS_VARIABLE
 
 from .conftest import SUBMISSIONS, notebook, run_cli
@@ -375,7 +375,7 @@ def test_notebook_lines_are_cut_as_jupyter_cuts_them(tmp_path: Path) -> None:
 
 def test_without_filesystem_isolation_the_grader_refuses_unless_told(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from grader.sandbox.limits import DEFAULT_LIMITS
+    from grader.config import DEFAULT_LIMITS
 
     monkeypatch.setenv(SKIP_LAYERS_VARIABLE, "namespaces,landlock,unprivileged-uid")
     report = _grade(tmp_path, CORRECT)

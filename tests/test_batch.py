@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from grader.batch import Entry, Progress, discover, run_batch
-from grader.report import validate
+from grader.core.report import validate
 
 from .conftest import SUBMISSIONS, run_cli
 

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import reference
-from grader.assignments import ASSIGNMENTS
-from grader.probes import build_probes
+from grader import registry
+from grader.core.assignments import get
+from grader.core.tasks import build_probes
 from reference import catalogue, variants
 
 SPEC_IDS = {
@@ -41,20 +42,20 @@ def test_each_row_is_complete(row: catalogue.Misconception) -> None:
         assert variant.choice != variants.CORRECT[variant.knob]
 
 
-@pytest.mark.parametrize("assignment", sorted(ASSIGNMENTS))
+@pytest.mark.parametrize("assignment", registry.ids())
 def test_empty_recipe_is_the_reference(assignment: str) -> None:
-    spec = ASSIGNMENTS[assignment]
-    for probe in build_probes(assignment):
+    spec = get(assignment)
+    for probe in spec.probes():
         expected, _ = spec.reference(*probe.args)
         got, _ = spec.variant({}, *probe.args)
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12, err_msg=probe.id)
 
 
-@pytest.mark.parametrize("assignment", sorted(ASSIGNMENTS))
+@pytest.mark.parametrize("assignment", registry.ids())
 def test_every_single_variant_differs_from_the_reference_on_some_probe(assignment: str) -> None:
-    spec = ASSIGNMENTS[assignment]
-    probes = build_probes(assignment)
-    for knob, choice in catalogue.deviations(assignment):
+    spec = get(assignment)
+    probes = spec.probes()
+    for knob, choice in catalogue.deviations(spec.task.name):
         differs = False
         for probe in probes:
             try:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.report import validate
+from grader.core.report import validate
 
 from .conftest import SUBMISSIONS, run_cli
 

@@ -22,10 +22,11 @@ import jsonschema
 import pytest
 import yaml
 
-from grader.assignments import ASSIGNMENTS, rubric
+from grader import registry
+from grader.core.scoring import CREDIT_STEP
 from grader.notebook import check, grade_function
+from grader.registry import rubric
 from grader.render import RENDERERS, github, gradescope
-from grader.scoring import CREDIT_STEP
 from grader.starter import ACTION_REFERENCE, kit_files
 
 from .conftest import SUBMISSIONS, run_cli
@@ -135,8 +136,9 @@ def test_autograder_zip_grades_like_the_cli(tmp_path: Path) -> None:
     assert built.returncode == 0, built.stderr
     root = _autograder_root(tmp_path, zip_path)
     bundle = root / "source" / "attention-grader"
-    assert (bundle / "pyproject.toml").is_file() and (bundle / "grader" / "api.py").is_file()
+    assert (bundle / "pyproject.toml").is_file() and (bundle / "grader" / "pipeline.py").is_file()
     assert (bundle / "assignments" / "attention" / "rubric.json").is_file()
+    assert (bundle / "assignments" / "attention" / "assignment.toml").is_file()
     assert json.loads((root / "source" / "autograder.json").read_text())["seed"] == 99
 
     (root / "submission" / "notes.txt").write_text("my answer is in the .py")
@@ -429,7 +431,7 @@ def test_every_view_shows_the_same_score_and_misconceptions() -> None:
 def test_notebook_check_on_the_starter_stub_says_not_implemented(assignment: str) -> None:
     namespace: dict[str, Any] = {}
     exec(kit_files(assignment)[f"{assignment}.py"], namespace)  # noqa: S102 - our own stub
-    function = namespace[ASSIGNMENTS[assignment].function]
+    function = namespace[registry.get(assignment).function]
     feedback = check(function, display=False)
     assert feedback is not None and feedback.score == 0 and feedback.misconceptions == []
     assert "not implemented yet" in feedback.report["errors"][0]["message"]
@@ -437,7 +439,7 @@ def test_notebook_check_on_the_starter_stub_says_not_implemented(assignment: str
 
 def test_rubric_points_come_in_whole_credit_steps() -> None:
     """The GitHub view spells the score out in equal units; odd weights would blow it up."""
-    for assignment in ASSIGNMENTS:
+    for assignment in registry.ids():
         for item in rubric(assignment)["checks"]:
             steps = item["points"] / CREDIT_STEP
             assert abs(steps - round(steps)) < 1e-9, (assignment, item["id"])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from grader import grade
-from grader.report import validate
+from grader.core.report import validate
 from reference.catalogue import BY_ID, CATALOGUE
 
 from .conftest import SUBMISSIONS, expected_ids

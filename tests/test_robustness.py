@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from grader import grade
+from grader.core.report import validate
 from grader.model import ERROR_KINDS
-from grader.report import validate
 
 from .conftest import SUBMISSIONS, notebook
 
@@ -122,12 +122,11 @@ def test_grader_memory_stays_bounded(tmp_path: Path) -> None:
 def _memorising_submission() -> str:
     """Exact public answers looked up by input bytes, and zeros for anything else: what a
     student who copied the outputs of the public probes would hand in."""
-    from grader.assignments import ASSIGNMENTS
-    from grader.probes import build_probes
+    from grader.core.assignments import get
 
-    spec = ASSIGNMENTS["attention"]
+    spec = get("attention")
     table = {}
-    for probe in build_probes("attention", 0):
+    for probe in spec.probes(0):
         key = hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes() for a in probe.args
                                       if isinstance(a, np.ndarray))).hexdigest()
         table[key] = spec.reference(*probe.args)[0].tolist()

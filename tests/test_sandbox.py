@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from grader import sandbox
-from grader.sandbox.limits import Limits
+from grader.config import Limits
 
 from .conftest import SUBMISSIONS
 

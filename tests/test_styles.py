@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from grader.sandbox.limits import Limits
+from grader.config import Limits
 
 from .conftest import SUBMISSIONS, notebook
 

@@ -3,7 +3,7 @@
 The reporter sends Classroom the sum of the tests' ``score`` fields, but its log table shows
 ``passing tests / all tests * max_score``. Both numbers agree only when every test is worth the
 same, so each check is emitted as equal units of points (``CREDIT_STEP`` by default, see
-``grader.scoring``): a check worth 2.0 with 1.5 earned becomes 20 tests of 0.1, 15 passing.
+``grader.core.scoring``): a check worth 2.0 with 1.5 earned becomes 20 tests of 0.1, 15 passing.
 """
 
 from __future__ import annotations

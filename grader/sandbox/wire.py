@@ -1,4 +1,4 @@
-"""The framing both sides of the result channel speak: a header of JSON plus raw array bytes.
+"""The framing and the array codec both sides of the channel speak: a header of JSON plus raw array bytes.
 
 Frame = MAGIC (4 bytes) | header length (u32 LE) | blob length (u64 LE) | header | blob.
 Arrays travel as (dtype, shape, offset, nbytes) in the header and raw bytes in the blob; never as
@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import json
 import struct
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from grader.model import Probe
 
 MAGIC = b"AGF1"
 PREFIX = struct.Struct("<4sIQ")
@@ -58,3 +62,78 @@ class FrameReader:
                 raise ProtocolError("header is not an object")
             frames.append((header, blob))
         return frames
+
+
+def encode_calls(function: str, probes: Sequence[Probe]) -> bytes:
+    import numpy as np
+
+    arrays: list[dict[str, Any]] = []
+    chunks: list[bytes] = []
+    offset = 0
+    calls = []
+    for index, probe in enumerate(probes):
+        local: dict[int, int] = {}
+        specs: list[dict[str, Any]] = []
+        for arg in probe.args:
+            if isinstance(arg, np.ndarray):
+                if id(arg) not in local:
+                    data = np.ascontiguousarray(arg).tobytes()
+                    local[id(arg)] = len(arrays)
+                    arrays.append({"dtype": arg.dtype.str, "shape": list(arg.shape),
+                                   "offset": offset, "nbytes": len(data)})
+                    chunks.append(data)
+                    offset += len(data)
+                specs.append({"array": local[id(arg)]})
+            else:
+                specs.append({"value": arg})
+        calls.append({"index": index, "args": specs, "repeat": probe.repeat})
+    header = {"type": "calls", "function": function, "calls": calls, "arrays": arrays}
+    return encode(header, b"".join(chunks))
+
+
+def _numeric_dtype(text: object) -> Any:
+    """The dtype a frame names, when it is a plain number type (any byte order or precision)."""
+    import numpy as np
+
+    if not isinstance(text, str) or len(text) > 8:
+        raise ProtocolError(f"unexpected dtype {text!r}")
+    try:
+        dtype = np.dtype(text)
+    except TypeError as exc:
+        raise ProtocolError(f"unexpected dtype {text!r}") from exc
+    if dtype.kind not in "biuf" or dtype.fields is not None or dtype.subdtype is not None:
+        raise ProtocolError(f"unexpected dtype {text!r}")
+    return dtype
+
+
+def decode_arrays(header: dict[str, Any], blob: bytes) -> dict[str, Any]:
+    """The arrays of a result frame, checked field by field before any byte is interpreted, in
+    native byte order (extended precision as float64)."""
+    import numpy as np
+
+    arrays = {}
+    metas = header.get("arrays", [])
+    if not isinstance(metas, list):
+        raise ProtocolError("bad array list")
+    for meta in metas:
+        if not isinstance(meta, dict):
+            raise ProtocolError("bad array description")
+        dtype = _numeric_dtype(meta.get("dtype"))
+        shape, offset, nbytes = meta.get("shape"), meta.get("offset"), meta.get("nbytes")
+        if not (isinstance(shape, list) and len(shape) <= 32
+                and all(type(s) is int and 0 <= s < 1 << 40 for s in shape)):
+            raise ProtocolError("bad shape")
+        if not (type(offset) is int and type(nbytes) is int and offset >= 0):
+            raise ProtocolError("bad offset")
+        count = 1
+        for size in shape:
+            count *= size
+        if nbytes != count * dtype.itemsize or offset + nbytes > len(blob):
+            raise ProtocolError("array size does not match its shape")
+        array = np.frombuffer(blob, dtype=dtype, count=count, offset=offset).reshape(shape)
+        if dtype.kind == "f" and dtype.itemsize > 8:
+            array = array.astype(np.float64)
+        elif not dtype.isnative:
+            array = array.astype(dtype.newbyteorder("="))
+        arrays[str(meta.get("role"))] = array
+    return arrays

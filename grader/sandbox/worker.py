@@ -9,7 +9,6 @@ probe the parent sends and answers with one frame per call.
 import builtins
 import ctypes
 import importlib.util
-import inspect
 import io
 import json
 import os
@@ -249,22 +248,12 @@ def execute_sources(setup, namespace):
     return None, errors
 
 
-def describe_functions(namespace, wanted):
-    functions = sorted(
+def defined_functions(namespace):
+    """The names of the functions the submission defined (what the grader may call)."""
+    return sorted(
         name for name, value in list(namespace.items())
         if not name.startswith("__") and callable(value) and not isinstance(value, type)
     )[:200]
-    signatures = {}
-    for name in wanted:
-        value = namespace.get(name)
-        if callable(value):
-            try:
-                params = inspect.signature(value).parameters.values()
-                signatures[name] = [[p.name, str(p.kind), p.default is not p.empty]
-                                    for p in params]
-            except (TypeError, ValueError):
-                signatures[name] = None
-    return functions, signatures
 
 
 def build_args(call, arrays, blob):
@@ -339,7 +328,7 @@ def zygote(control_fd):
     """
     import socket
 
-    process_hygiene = _load("_ag_limits", "limits.py")  # standard library only
+    process_hygiene = _load("_ag_processes", "processes.py")  # standard library only
     apply_limits({})  # only the death signal: the zygote dies with the grader
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: escaped grandchildren come back here
@@ -464,9 +453,9 @@ def serve(request_fd, result_fd):
                             "__name__": "__main__" if setup["kind"] == "ipynb" else "submission"})
     sys.modules[STUDENT_FILE_MARK] = module
     fatal, cell_errors = execute_sources(setup, module.__dict__)
-    functions, signatures = describe_functions(module.__dict__, setup["wanted"])
+    functions = defined_functions(module.__dict__)
     channel.send({"type": "loaded", "fatal": fatal, "errors": cell_errors,
-                  "functions": functions, "signatures": signatures, "tripped": list(tripped)})
+                  "functions": functions, "tripped": list(tripped)})
     try:
         request, blob = read_frame(request_fd)
     except EOFError:

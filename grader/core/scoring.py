@@ -1,7 +1,7 @@
 """Checks and points (pure): the only place a score is computed, from the assignment's rubric.
 
 Reference checks compare the outputs of a group of probes with the reference (partial credit per
-probe), concept checks come from ``grader.concepts``, and two contract checks look at the inputs
+probe), concept checks come from ``grader.core.concepts``, and two contract checks look at the inputs
 after the call and at a second call.
 """
 
@@ -13,11 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from grader import concepts
-from grader.assignments import Assignment, Outputs, rubric
-from grader.compare import mismatch_message, tolerance_for
-from grader.diagnose import first_mutated_input
+from grader.core import concepts
+from grader.core.assignments import Assignment, Outputs
+from grader.core.compare import mismatch_message, tolerance_for
+from grader.core.evidence import first_mutated_input
 from grader.model import CallOutcome, CheckResult, Probe
+from grader.registry import rubric
 
 #: partial credit is given in whole steps of this many points, so that every view of the score
 #: (including GitHub Classroom's, which counts passing tests) can show it exactly
@@ -107,7 +108,8 @@ def score_checks(assignment: Assignment, probes: Sequence[Probe],
     (output, weights) of each probe."""
     mismatches = [probe_mismatch(p, o, r) for p, o, r in zip(probes, outcomes, references)]
     by_id = {p.id: (p, o) for p, o in zip(probes, outcomes)}
-    concept_verdicts = {c.id: (c, ok, msg) for c, ok, msg in concepts.evaluate(assignment.id, by_id)}
+    verdicts = concepts.evaluate(assignment.task.concepts, by_id)
+    concept_verdicts = {c.id: (c, ok, msg) for c, ok, msg in verdicts}
     results: list[CheckResult] = []
     any_output = any(o.ok for o in outcomes)
     for spec in rubric(assignment.id)["checks"]:

@@ -9,38 +9,33 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grader import __version__, load, sandbox
+from grader import __version__, load, registry, sandbox
+from grader.config import DEFAULT_LIMITS, Limits
 from grader.model import (
     DEFAULT_SEED,
-    FUNCTIONS,
-    INFERENCE_ORDER,
     GraderError,
     Probe,
     RunInfo,
     printable_name,
 )
-from grader.sandbox.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
-    from grader.assignments import Assignment
+    from grader.core.assignments import Assignment
     from grader.model import CallOutcome
 
 
 
-def _import_numeric_stages() -> None:
+def import_numeric_stages() -> None:
     """NumPy and the numeric stages; called while the child starts (see ``sandbox.run``)."""
-    import grader.diagnose
-    import grader.probes
-    import grader.report
-    import grader.scoring  # noqa: F401
+    import grader.core.assignments
+    import grader.core.diagnose
+    import grader.core.report
+    import grader.core.scoring  # noqa: F401
 
 
 def infer_assignment(names: Sequence[str]) -> str | None:
     """The most advanced assignment whose function the submission defines."""
-    for assignment_id in INFERENCE_ORDER:
-        if FUNCTIONS[assignment_id] in names:
-            return assignment_id
-    return None
+    return registry.infer(names)
 
 
 def missing_function_message(wanted: Sequence[str], defined: Sequence[str]) -> str:
@@ -90,15 +85,16 @@ def grade(path: str | Path, *, assignment: str | None = None, seed: int = DEFAUL
         chosen_holder["id"] = chosen
         if info.fatal is not None or chosen is None:
             return None
-        if FUNCTIONS[chosen] not in info.defined_functions:
+        function = registry.get(chosen).function
+        if function not in info.defined_functions:
             return None
-        from grader.probes import build_probes
+        from grader.core.assignments import get
 
-        probes = build_probes(chosen, seed)
+        probes = get(chosen).probes(seed)
         chosen_holder["probes"] = probes
-        return FUNCTIONS[chosen], probes
+        return function, probes
 
-    info, outcomes = sandbox.run(submission, plan, limits, prepare=_import_numeric_stages)
+    info, outcomes = sandbox.run(submission, plan, limits, prepare=import_numeric_stages)
     metadata["isolation"] = list(info.isolation)
     if info.stdout:
         metadata["stdout"] = info.stdout[:2000]
@@ -112,13 +108,14 @@ def grade(path: str | Path, *, assignment: str | None = None, seed: int = DEFAUL
     if info.fatal is not None:
         return finish(error_report(chosen or "unknown", [info.fatal, *load_errors], metadata))
     if chosen is None or "probes" not in chosen_holder:
-        wanted = [FUNCTIONS[chosen]] if chosen else [FUNCTIONS[a] for a in INFERENCE_ORDER]
+        wanted = ([registry.get(chosen).function] if chosen else
+                  [info.function for info in registry.inference_order()])
         error = GraderError("missing-function",
                             missing_function_message(wanted, info.defined_functions))
         return finish(error_report(chosen or "unknown", [error, *load_errors], metadata))
-    from grader.assignments import ASSIGNMENTS
+    from grader.core.assignments import get
 
-    spec = ASSIGNMENTS[chosen]
+    spec = get(chosen)
     metadata["function"] = spec.function
     return finish(evaluate(spec, chosen_holder["probes"], outcomes, load_errors, metadata))
 
@@ -138,9 +135,9 @@ def grade_or_crashed(path: str | Path, *, assignment: str | None = None,
 def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
              load_errors: Sequence[GraderError], metadata: dict[str, Any]) -> dict[str, Any]:
     """Diagnose and score the outcomes of the calls (pure: arrays in, report out)."""
-    from grader.diagnose import diagnose
-    from grader.report import build, call_errors
-    from grader.scoring import max_score, score_checks
+    from grader.core.diagnose import diagnose
+    from grader.core.report import build, call_errors
+    from grader.core.scoring import max_score, score_checks
 
     metadata["probes"] = len(probes)
     if not any(o.ok for o in outcomes) and all(
@@ -181,12 +178,10 @@ def _raises_not_implemented(outcome: CallOutcome) -> bool:
 
 def error_report(assignment_id: str, errors: Sequence[GraderError],
                   metadata: dict[str, Any]) -> dict[str, Any]:
-    from grader.report import build
+    from grader.core.report import build
 
-    total = 10.0
-    if assignment_id in FUNCTIONS:
-        from grader.assignments import rubric
-
-        total = float(rubric(assignment_id)["max_score"])
+    total = 10.0  # (an assignment that could not even be told)
+    if assignment_id in registry.ids():
+        total = float(registry.rubric(assignment_id)["max_score"])
     return build(assignment=assignment_id, status="error", score=0.0, max_score=total,
                  errors=errors, metadata=metadata)

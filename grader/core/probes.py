@@ -9,17 +9,15 @@ Regular probes use one-decimal values, so the smallest probe can be pasted exact
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
-from grader.model import DEFAULT_SEED, Array, Probe
+from grader.model import Array, Probe
 
 STABILITY_OFFSET = 1.0e4
 UNDERFLOW_OFFSETS = (0.0, -1500.0, -3000.0)
 
 
-class _Maker:
+class Maker:
     def __init__(self, seed: int, assignment: str) -> None:
         salt = sum(ord(c) for c in assignment)
         self.rng = np.random.default_rng([seed, salt])
@@ -62,7 +60,7 @@ def _probe(pid: str, args: tuple[object, ...], *tags: str, bank: tuple[str, ...]
     return Probe(pid, tuple(args), frozenset(tags), bank, repeat, meta)
 
 
-def _offset_scores(make: _Maker, n: int, m: int, d_k: int, offsets: Array) -> tuple[Array, Array]:
+def _offset_scores(make: Maker, n: int, m: int, d_k: int, offsets: Array) -> tuple[Array, Array]:
     """Q, K whose scores Q K^T / sqrt(d_k) are moderate plus a per-row offset.
 
     Every key has the constant feature 1 in its last column and query i carries
@@ -78,7 +76,7 @@ def _offset_scores(make: _Maker, n: int, m: int, d_k: int, offsets: Array) -> tu
 # ----------------------------------------------------------------------------------- softmax
 
 
-def softmax_probes(make: _Maker) -> list[Probe]:
+def softmax_probes(make: Maker) -> list[Probe]:
     matrix = make.grid(3, 4)
     big = make.grid(3, 4) + STABILITY_OFFSET + np.array([[0.0], [2.0], [-3.0]])
     spread = make.grid(3, 4) + np.array(UNDERFLOW_OFFSETS)[:, None]
@@ -102,7 +100,7 @@ def softmax_probes(make: _Maker) -> list[Probe]:
 # ---------------------------------------------------------------------------------- attention
 
 
-def attention_probes(make: _Maker) -> list[Probe]:
+def attention_probes(make: Maker) -> list[Probe]:
     g = make.grid
     cross = (g(3, 6), g(7, 6), g(7, 2))
     perm_q, perm_kv = make.permutation(3), make.permutation(7)
@@ -178,13 +176,13 @@ def attention_probes(make: _Maker) -> list[Probe]:
 # ------------------------------------------------------------------------ multi-head attention
 
 
-def _weights(make: _Maker, d_model: int = 12) -> tuple[Array, Array, Array, Array]:
+def _weights(make: Maker, d_model: int = 12) -> tuple[Array, Array, Array, Array]:
     scale = 1 / np.sqrt(d_model)
     return tuple(np.round(make.rng.normal(0, 1, (d_model, d_model)) * scale * 1.6, 2)
                  for _ in range(4))  # type: ignore[return-value]
 
 
-def multi_head_probes(make: _Maker) -> list[Probe]:
+def multi_head_probes(make: Maker) -> list[Probe]:
     g = make.grid
     w = _weights(make)
     eye = np.eye(12)
@@ -247,16 +245,3 @@ def multi_head_probes(make: _Maker) -> list[Probe]:
         _probe("padding-changed", (pad_q, pad_kv2, *w, 2, padding_mask), "unbatched",
                "masked", "concept", "no-diagnosis", bank=("A-edge-6", "B-30")),
     ]
-
-
-BUILDERS: dict[str, Callable[[_Maker], list[Probe]]] = {
-    "softmax": softmax_probes,
-    "attention": attention_probes,
-    "multi_head_attention": multi_head_probes,
-}
-
-
-def build_probes(assignment: str, seed: int = DEFAULT_SEED) -> list[Probe]:
-    """The probes for ``assignment``; the same seed always gives the same probes."""
-    return BUILDERS[assignment](_Maker(seed, assignment))
-

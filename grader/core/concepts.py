@@ -215,67 +215,69 @@ def _softmax_single(r: Outcomes) -> Verdict:
                 "a slice with a single entry must get weight exactly 1.")
 
 
-CONCEPTS: dict[str, tuple[Concept, ...]] = {
-    "softmax": (
-        Concept("sums-to-one", "Each slice along the axis is a distribution", ("A-tf-2", "B-2"),
-                ("matrix", "matrix-axis0", "tensor-axis1"), _softmax_sums),
-        Concept("shift-invariance", "Softmax is shift-invariant", ("B-10",),
-                ("matrix", "shifted"), _softmax_shift),
-        Concept("uniform-for-equal-scores", "Equal entries give uniform weights",
-                ("A-edge-5", "B-24"), ("uniform-row",), _softmax_uniform),
-        Concept("single-entry", "A single entry gets weight 1", ("B-26",), ("single-entry",),
-                _softmax_single),
-        Concept("large-logits-finite", "Large inputs give finite results", ("B-10", "A-edge-2"),
-                ("large-logits",), _finite_for_large),
-    ),
-    "attention": (
-        Concept("weights-are-distributions", "Each query's weights sum to 1",
-                ("A-tf-2", "B-2"), ("weights",), _weights_are_distributions),
-        Concept("scaling-keeps-argmax", "Scaling keeps the most-attended key",
-                ("A-tf-5", "B-1"), ("weights",), _argmax_kept),
-        Concept("masked-keys-zero-weight", "Masked keys get zero weight",
-                ("A-edge-6", "B-30", "B-15"), ("weights-masked",), _masked_zero),
-        Concept("masked-keys-no-influence", "Masked keys do not influence the output",
-                ("A-edge-6", "B-30"), ("padding", "padding-changed"), _padding_ignored),
-        Concept("permutation-equivariance", "Attention is permutation-equivariant",
-                ("A-tf-4", "B-23"), ("cross", "permuted"), _permutation),
-        Concept("identical-keys-uniform", "Identical keys give the mean of the values",
-                ("A-edge-1", "B-3", "B-24"), ("identical-keys",),
-                _rows_equal_mean("identical-keys")),
-        Concept("single-key", "A single key returns its value", ("A-edge-3", "B-26"),
-                ("single-key",), _single_key),
-        Concept("zero-query", "A zero query averages the values", ("B-28", "A-edge-5"),
-                ("zero-query",), _rows_equal_mean("zero-query", [1])),
-        Concept("identical-queries", "Identical queries give identical rows",
-                ("B-29", "A-edge-4"), ("identical-queries",), _identical_rows("identical-queries", 0, 2)),
-        Concept("one-large-score", "One dominant score gives a near one-hot result",
-                ("A-edge-2", "B-10"), ("one-large-score",), _near_one_hot),
-        Concept("large-logits-finite", "Large scores give finite results", ("B-10", "A-edge-2"),
-                ("large-logits",), _finite_for_large),
-        Concept("cross-attention-shape", "The output is n x d_v", ("B-6", "B-12", "B-22"),
-                ("cross",), _shape_is("cross", lambda p: (p.args[0].shape[0], p.args[2].shape[1]))),
-    ),
-    "multi_head_attention": (
-        Concept("per-head-scale", "Each head attends in its own slice with its own sqrt(d_k)",
-                ("B-16", "A-err-7", "A-tf-9"), ("per-head-scale",), _per_head_scale),
-        Concept("permutation-equivariance", "Attention is permutation-equivariant",
-                ("A-tf-4", "B-23"), ("cross", "permuted"), _permutation),
-        Concept("identical-queries", "Identical queries give identical rows",
-                ("B-29", "A-edge-4"), ("identical-queries",), _identical_rows("identical-queries", 0, 2)),
-        Concept("masked-keys-no-influence", "Masked keys do not influence the output",
-                ("A-edge-6", "B-30"), ("padding", "padding-changed"), _padding_ignored),
-        Concept("large-logits-finite", "Large scores give finite results", ("B-10", "A-edge-2"),
-                ("large-logits",), _finite_for_large),
-        Concept("cross-attention-shape", "The output is n x d_model, whatever m is",
-                ("B-22", "A-tf-7"), ("cross",), _shape_is("cross", lambda p: p.args[0].shape)),
-    ),
-}
+SOFTMAX_CONCEPTS: tuple[Concept, ...] = (
+    Concept("sums-to-one", "Each slice along the axis is a distribution", ("A-tf-2", "B-2"),
+            ("matrix", "matrix-axis0", "tensor-axis1"), _softmax_sums),
+    Concept("shift-invariance", "Softmax is shift-invariant", ("B-10",),
+            ("matrix", "shifted"), _softmax_shift),
+    Concept("uniform-for-equal-scores", "Equal entries give uniform weights",
+            ("A-edge-5", "B-24"), ("uniform-row",), _softmax_uniform),
+    Concept("single-entry", "A single entry gets weight 1", ("B-26",), ("single-entry",),
+            _softmax_single),
+    Concept("large-logits-finite", "Large inputs give finite results", ("B-10", "A-edge-2"),
+            ("large-logits",), _finite_for_large),
+)
 
 
-def evaluate(assignment: str, results: Outcomes) -> list[tuple[Concept, bool, str]]:
-    """Run every concept check of ``assignment`` on the outcomes (keyed by probe id)."""
+ATTENTION_CONCEPTS: tuple[Concept, ...] = (
+    Concept("weights-are-distributions", "Each query's weights sum to 1",
+            ("A-tf-2", "B-2"), ("weights",), _weights_are_distributions),
+    Concept("scaling-keeps-argmax", "Scaling keeps the most-attended key",
+            ("A-tf-5", "B-1"), ("weights",), _argmax_kept),
+    Concept("masked-keys-zero-weight", "Masked keys get zero weight",
+            ("A-edge-6", "B-30", "B-15"), ("weights-masked",), _masked_zero),
+    Concept("masked-keys-no-influence", "Masked keys do not influence the output",
+            ("A-edge-6", "B-30"), ("padding", "padding-changed"), _padding_ignored),
+    Concept("permutation-equivariance", "Attention is permutation-equivariant",
+            ("A-tf-4", "B-23"), ("cross", "permuted"), _permutation),
+    Concept("identical-keys-uniform", "Identical keys give the mean of the values",
+            ("A-edge-1", "B-3", "B-24"), ("identical-keys",),
+            _rows_equal_mean("identical-keys")),
+    Concept("single-key", "A single key returns its value", ("A-edge-3", "B-26"),
+            ("single-key",), _single_key),
+    Concept("zero-query", "A zero query averages the values", ("B-28", "A-edge-5"),
+            ("zero-query",), _rows_equal_mean("zero-query", [1])),
+    Concept("identical-queries", "Identical queries give identical rows",
+            ("B-29", "A-edge-4"), ("identical-queries",), _identical_rows("identical-queries", 0, 2)),
+    Concept("one-large-score", "One dominant score gives a near one-hot result",
+            ("A-edge-2", "B-10"), ("one-large-score",), _near_one_hot),
+    Concept("large-logits-finite", "Large scores give finite results", ("B-10", "A-edge-2"),
+            ("large-logits",), _finite_for_large),
+    Concept("cross-attention-shape", "The output is n x d_v", ("B-6", "B-12", "B-22"),
+            ("cross",), _shape_is("cross", lambda p: (p.args[0].shape[0], p.args[2].shape[1]))),
+)
+
+
+MULTI_HEAD_CONCEPTS: tuple[Concept, ...] = (
+    Concept("per-head-scale", "Each head attends in its own slice with its own sqrt(d_k)",
+            ("B-16", "A-err-7", "A-tf-9"), ("per-head-scale",), _per_head_scale),
+    Concept("permutation-equivariance", "Attention is permutation-equivariant",
+            ("A-tf-4", "B-23"), ("cross", "permuted"), _permutation),
+    Concept("identical-queries", "Identical queries give identical rows",
+            ("B-29", "A-edge-4"), ("identical-queries",), _identical_rows("identical-queries", 0, 2)),
+    Concept("masked-keys-no-influence", "Masked keys do not influence the output",
+            ("A-edge-6", "B-30"), ("padding", "padding-changed"), _padding_ignored),
+    Concept("large-logits-finite", "Large scores give finite results", ("B-10", "A-edge-2"),
+            ("large-logits",), _finite_for_large),
+    Concept("cross-attention-shape", "The output is n x d_model, whatever m is",
+            ("B-22", "A-tf-7"), ("cross",), _shape_is("cross", lambda p: p.args[0].shape)),
+)
+
+
+def evaluate(checks: tuple[Concept, ...], results: Outcomes) -> list[tuple[Concept, bool, str]]:
+    """Run every concept check of a task on the outcomes (keyed by probe id)."""
     verdicts = []
-    for concept in CONCEPTS[assignment]:
+    for concept in checks:
         failed = [p for p in concept.needs if p not in results or not results[p][1].ok]
         if failed:
             outcome = results[failed[0]][1] if failed[0] in results else None

@@ -1,4 +1,5 @@
-"""Limits, environment and process hygiene for the child: what it may use and how it is ended."""
+"""Process hygiene for the child: its environment, and how it and everything it started are
+ended and reaped. Standard library only (the fork server loads this file by path)."""
 
 from __future__ import annotations
 
@@ -8,45 +9,12 @@ import os
 import signal
 import sys
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 PR_SET_CHILD_SUBREAPER = 36
 MARKER_VARIABLE = "ATTENTION_GRADER_RUN"
 #: variables kept from the grader's environment; everything else (tokens, credentials) is dropped
 KEPT_VARIABLES = ("LANG", "LC_ALL", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "SYSTEMROOT")
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Budgets for one submission. Times in seconds; the defaults suit one attention assignment."""
-
-    import_seconds: float = 15.0
-    call_seconds: float = 5.0
-    total_seconds: float = 30.0
-    cell_seconds: float = 10.0
-    memory_mb: int = 3072
-    file_size_mb: int = 64
-    open_files: int = 256
-    max_restarts: int = 2
-    max_result_mb: int = 64
-    #: run code even where no filesystem layer can keep it off the grader's own files
-    unsafe_no_fs_isolation: bool = False
-
-    def for_child(self) -> dict[str, int | float]:
-        return {
-            "memory_bytes": self.memory_mb << 20,
-            "fsize_bytes": self.file_size_mb << 20,
-            "nofile": self.open_files,
-            "cpu_seconds": int(self.total_seconds) + 5,
-            "cell_seconds": self.cell_seconds,
-        }
-
-    def as_dict(self) -> dict[str, float | bool]:
-        return asdict(self)
-
-
-DEFAULT_LIMITS = Limits()
 
 
 def child_environment(home: str, marker: str) -> dict[str, str]:

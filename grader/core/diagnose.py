@@ -1,0 +1,155 @@
+"""Stage 4b (pure): which misconceptions explain the submission's outputs.
+
+The student's outputs on every probe are matched against recipes of ``reference.variants``: the
+reference first, then every single wrong choice, then pairs, then (within a time budget) triples.
+The first level at which some recipe explains every comparable probe wins (fewest misconceptions).
+A recipe explains the outputs when, on every probe where it runs, the student's output is within
+tolerance of it (a call the recipe cannot make either, such as Q @ K with m != d_k, is neutral),
+and somewhere the reference misses by at least ``compare.FAR`` tolerances: a variant is claimed
+only when it explains the outputs far better than the reference. If nothing explains every probe,
+a recipe that explains the 2-D probes but not the batched ones gives ``no-batch-support``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from grader.core.assignments import Assignment
+from grader.core.compare import FAR, error_ratio, tolerance_for
+from grader.core.evidence import REFERENCE, Recipe, explain, mutation_evidence
+from grader.model import Array, CallOutcome, Finding, Probe
+from reference import catalogue
+
+#: how long the triple search may take; pairs and singles are always searched in full
+TRIPLE_BUDGET_SECONDS = 0.5
+#: statuses that say nothing about the maths (the call could not be made or finish)
+NOT_COMPARABLE = frozenset({"wrong-signature", "timeout"})
+
+
+class _Matcher:
+    """Caches every recipe's outputs on every probe, and compares them with the student's."""
+
+    def __init__(self, assignment: Assignment, probes: Sequence[Probe],
+                 outcomes: Sequence[CallOutcome]) -> None:
+        self.assignment = assignment
+        self.probes = probes
+        self.outcomes = outcomes
+        self.cache: dict[tuple[tuple[tuple[str, str], ...], int], Array | None] = {}
+
+    def variant_output(self, recipe: Recipe, index: int) -> Array | None:
+        key = (tuple(sorted(recipe.items())), index)
+        if key not in self.cache:
+            try:
+                out, _ = self.assignment.variant(recipe, *self.probes[index].args)
+                self.cache[key] = np.asarray(out, dtype=np.float64)
+            except (ValueError, IndexError, TypeError, ZeroDivisionError):
+                self.cache[key] = None
+        return self.cache[key]
+
+    def ratio(self, recipe: Recipe, index: int) -> float | None:
+        """Student's error against ``recipe`` in tolerances; None if the recipe cannot run."""
+        expected = self.variant_output(recipe, index)
+        if expected is None:
+            return None
+        outcome = self.outcomes[index]
+        if not outcome.ok:
+            return float("inf")
+        assert outcome.output is not None
+        tol = tolerance_for(outcome.output, expected, "large" in self.probes[index].tags)
+        return error_ratio(outcome.output, expected, tol)
+
+    def explains(self, recipe: Recipe, indices: Sequence[int]) -> bool:
+        ignored = catalogue.ignored_tags(self.assignment.task.name, recipe)
+        matched = 0
+        far_somewhere = not recipe
+        for index in indices:
+            if self.probes[index].tags & ignored:
+                continue
+            ratio = self.ratio(recipe, index)
+            if ratio is None:
+                continue
+            if ratio > 1.0:
+                return False
+            matched += 1
+            if not far_somewhere:
+                reference_ratio = self.ratio(REFERENCE, index)
+                far_somewhere = reference_ratio is None or reference_ratio >= FAR
+        return matched >= (1 if not recipe else 2) and far_somewhere
+
+
+def comparable(probes: Sequence[Probe], outcomes: Sequence[CallOutcome]) -> list[int]:
+    """Probe indices usable for diagnosis, most telling first (2-D, then masked, then the rest)."""
+    usable = [
+        i for i, (p, o) in enumerate(zip(probes, outcomes))
+        if "no-diagnosis" not in p.tags and o.error_kind not in NOT_COMPARABLE
+    ]
+
+    def order(i: int) -> tuple[int, int]:
+        tags = probes[i].tags
+        rank = 0 if not tags & {"batched", "coincidence", "large", "concept"} else 2
+        rank += 1 if "masked" in tags else 0
+        return rank, i
+
+    return sorted(usable, key=order)
+
+
+def _recipes(assignment: str, level: int) -> Iterable[Recipe]:
+    deviations = catalogue.deviations(assignment)
+    for combo in itertools.combinations(deviations, level):
+        knobs = [knob for knob, _ in combo]
+        if len(set(knobs)) == level:
+            yield dict(combo)
+
+
+def _search(matcher: _Matcher, indices: Sequence[int], max_level: int) -> Recipe | None:
+    for level in range(1, max_level + 1):
+        started = time.monotonic()
+        for recipe in _recipes(matcher.assignment.task.name, level):
+            if matcher.explains(recipe, indices):
+                return recipe
+            if level >= 3 and time.monotonic() - started > TRIPLE_BUDGET_SECONDS:
+                break
+    return None
+
+
+def diagnose(assignment: Assignment, probes: Sequence[Probe],
+             outcomes: Sequence[CallOutcome]) -> list[Finding]:
+    """Name the misconceptions (if any) that explain the submission's outputs."""
+    matcher = _Matcher(assignment, probes, outcomes)
+    indices = comparable(probes, outcomes)
+    findings: list[Finding] = []
+    if any(outcomes[i].ok for i in indices) and not matcher.explains(REFERENCE, indices):
+        recipe = _search(matcher, indices, 3)
+        extra: tuple[str, ...] = ()
+        if recipe is None:
+            recipe = _batch_fallback(matcher, probes, indices)
+            extra = (catalogue.detected_by("batch"),)
+        if recipe is not None:
+            for misconception_id in dict.fromkeys((*catalogue.ids_for(assignment.task.name, recipe),
+                                                   *extra)):
+                findings.append(Finding(misconception_id,
+                                        explain(matcher, misconception_id, recipe, indices)))
+    mutation = mutation_evidence(assignment, probes, outcomes)
+    if mutation:
+        findings.append(Finding(catalogue.detected_by("input-mutation"), mutation))
+    return findings
+
+
+def _batch_fallback(matcher: _Matcher, probes: Sequence[Probe],
+                    indices: Sequence[int]) -> Recipe | None:
+    unbatched = [i for i in indices if not probes[i].batched]
+    batched = [i for i in indices if probes[i].batched]
+    if not batched or not any(matcher.outcomes[i].ok for i in unbatched):
+        return None
+    if matcher.explains(REFERENCE, unbatched):
+        recipe: Recipe | None = REFERENCE
+    else:
+        recipe = _search(matcher, unbatched, 2)
+    if recipe is None:
+        return None
+    fails_batched = any((matcher.ratio(recipe, i) or 0.0) > 1.0 for i in batched)
+    return recipe if fails_batched else None

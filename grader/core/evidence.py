@@ -1,0 +1,145 @@
+"""Evidence for the findings (pure): on the smallest probe that shows a mistake, the sentence
+from the catalogue row, the numbers that tell it apart, and the call to paste to see it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+import numpy as np
+
+from grader.core.assignments import Assignment
+from grader.core.compare import FAR
+from grader.model import Array, CallOutcome, Probe
+from reference import catalogue
+
+Recipe = Mapping[str, str]
+#: the recipe without any wrong choice: the reference itself
+REFERENCE: Recipe = {}
+
+
+class Matcher(Protocol):
+    """What the evidence needs from diagnosis: the run and each recipe's error on each probe."""
+
+    assignment: Assignment
+    probes: Sequence[Probe]
+    outcomes: Sequence[CallOutcome]
+
+    def ratio(self, recipe: Recipe, index: int) -> float | None: ...
+
+    def variant_output(self, recipe: Recipe, index: int) -> Array | None: ...
+
+
+
+def explain(matcher: Matcher, misconception_id: str, recipe: Recipe,
+            indices: Sequence[int]) -> str:
+    """The evidence of one finding: a sentence, the numbers that tell it apart, and a call to
+    paste, on the smallest probe where the mistake shows."""
+    assignment = matcher.assignment
+    row = catalogue.BY_ID[misconception_id]
+    telling = [
+        i for i in indices
+        if matcher.outcomes[i].ok and (matcher.ratio(REFERENCE, i) or 0.0) >= FAR
+        and (matcher.ratio(recipe, i) or np.inf) <= 1.0
+    ]
+    if row.detector == "batch":
+        telling = [i for i in indices if matcher.probes[i].batched
+                   and (matcher.ratio(recipe, i) or 0.0) > 1.0]
+    if not telling:
+        return row.fingerprint.split(";")[0]
+    index = min(telling, key=lambda i: (matcher.probes[i].size, i))
+    probe = matcher.probes[index]
+    dims = {**assignment.task.evidence_fields(probe, recipe),
+            "input": "an input"}
+    try:
+        sentence = row.fingerprint.format(**dims)
+    except (KeyError, IndexError, ValueError):
+        sentence = row.fingerprint
+    lines = [f"On probe '{probe.id}' {sentence}."]
+    outcome = matcher.outcomes[index]
+    correct, _ = assignment.reference(*probe.args)
+    correct = np.asarray(correct, dtype=np.float64)
+    variant = matcher.variant_output(recipe, index)
+    if outcome.ok and variant is not None and correct.shape == variant.shape:
+        with np.errstate(all="ignore"):
+            gap = np.where(np.isfinite(correct - variant), np.abs(correct - variant), np.inf)
+        at = np.unravel_index(int(np.argmax(gap)), gap.shape)
+        assert outcome.output is not None
+        got = outcome.output[at] if outcome.output.shape == correct.shape else None
+        where = str(tuple(int(i) for i in at))
+        lines.append(
+            f"At index {where}: yours {_num(got)}, correct {_num(correct[at])}, "
+            f"with this mistake {_num(variant[at])}."
+        )
+    elif outcome.ok and outcome.output is not None:
+        lines.append(f"Your output has shape {tuple(outcome.output.shape)}; the correct one has "
+                     f"shape {tuple(correct.shape)}.")
+    lines.append("Reproduce it with:\n" + call_text(assignment, probe))
+    return "\n".join(lines)
+
+
+def _num(value: object) -> str:
+    if value is None:
+        return "(shape differs)"
+    return f"{float(value):.6g}"  # type: ignore[arg-type]
+
+
+MAX_CALL_CHARS = 12_000
+
+
+def call_text(assignment: Assignment, probe: Probe) -> str:
+    """The probe as Python the student can paste (arrays abbreviated when they are too long)."""
+    names = assignment.arg_names
+    lines = ["import numpy as np"]
+    call_args = []
+    seen: dict[int, str] = {}
+    for name, value in zip(names, probe.args):
+        if isinstance(value, np.ndarray):
+            if id(value) in seen:
+                call_args.append(seen[id(value)])
+                continue
+            seen[id(value)] = name
+            text = np.array2string(value, separator=", ", threshold=10_000,
+                                   max_line_width=100, floatmode="unique")
+            lines.append(f"{name} = np.array({text})")
+            call_args.append(name)
+        else:
+            call_args.append(repr(value))
+    lines.append(f"{assignment.function}({', '.join(call_args)})")
+    text = "\n".join(lines)
+    if len(text) > MAX_CALL_CHARS:
+        shapes = ", ".join(
+            f"{n} {tuple(v.shape)}" if isinstance(v, np.ndarray) else f"{n}={v!r}"
+            for n, v in zip(names, probe.args)
+        )
+        text = f"{assignment.function}({shapes})  # arrays too long to show here"
+    return text
+
+
+def first_mutated_input(arg_names: Sequence[str], probes: Sequence[Probe],
+                        outcomes: Sequence[CallOutcome]) -> tuple[Probe, str] | None:
+    """The first probe whose call changed an input array in place, and that input's name."""
+    for probe, outcome in zip(probes, outcomes):
+        if not outcome.ok:
+            continue
+        originals: list[tuple[str, Array]] = []
+        seen: set[int] = set()
+        for name, value in zip(arg_names, probe.args):
+            if isinstance(value, np.ndarray) and id(value) not in seen:
+                seen.add(id(value))
+                originals.append((name, value))
+        for (name, before), after in zip(originals, outcome.inputs_after):
+            if before.shape != after.shape or not np.array_equal(before, after, equal_nan=True):
+                return probe, name
+    return None
+
+
+def mutation_evidence(assignment: Assignment, probes: Sequence[Probe],
+                       outcomes: Sequence[CallOutcome]) -> str | None:
+    mutated = first_mutated_input(assignment.arg_names, probes, outcomes)
+    if mutated is None:
+        return None
+    probe, name = mutated
+    return (f"After the call on probe '{probe.id}', {name} differs from what was passed in (the "
+            f"caller's array was modified in place).\nReproduce it with:\n"
+            f"{call_text(assignment, probe)}\nprint({name})")

@@ -1,0 +1,143 @@
+"""One child process, seen from the grader: started fresh or forked by the server, given the
+submission and its confinement, then read frame by frame with deadlines."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from grader.config import Limits
+from grader.model import Submission, printable_name
+from grader.sandbox import forkserver, wire
+from grader.sandbox.processes import child_environment, kill_run, own_children
+
+WORKER = Path(__file__).with_name("worker.py")
+PACKAGE_ROOTS = (Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[2] / "reference")
+#: layers not to try (comma-separated names, or ``namespaces``): for testing the fallbacks
+SKIP_LAYERS_VARIABLE = "ATTENTION_GRADER_SKIP_LAYERS"
+
+
+def forbidden_roots() -> list[str]:
+    roots = [str(p) for p in PACKAGE_ROOTS if p.is_dir()]
+    tests = PACKAGE_ROOTS[0].parent / "tests"
+    if (PACKAGE_ROOTS[0].parent / "pyproject.toml").is_file() and tests.is_dir():
+        roots.append(str(tests))
+    return roots
+
+
+class Child:
+    """One worker process and its two pipes."""
+
+    def __init__(self, submission: Submission, workdir: Path, logdir: Path, newroot: Path,
+                 limits: Limits, attempt: int) -> None:
+        self.nonce = secrets.token_hex(16)
+        self.marker = secrets.token_hex(8)
+        self.limits = limits
+        request_read, self.request_write = os.pipe()
+        self.result_read, result_write = os.pipe()
+        self.stdout_path = logdir / f"stdout-{attempt}.txt"
+        self.server = forkserver.current()  # before listing what to spare: the server is one of them
+        self.spared = own_children()
+        self.process: subprocess.Popen[bytes] | forkserver.Forked
+        with open(self.stdout_path, "wb") as out:
+            environment = child_environment(str(workdir), self.marker)
+            if self.server is not None:
+                pid = self.server.spawn(workdir, environment,
+                                        (request_read, result_write, out.fileno()))
+                self.process = forkserver.Forked(self.server, pid)
+            else:
+                self.process = subprocess.Popen(
+                    [sys.executable, "-I", "-B", str(WORKER), str(request_read),
+                     str(result_write)],
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    cwd=workdir,
+                    env=environment,
+                    pass_fds=(request_read, result_write),
+                    start_new_session=True,
+                )
+        os.close(request_read)
+        os.close(result_write)
+        self.reader = wire.FrameReader(limits.max_result_mb << 20)
+        self.pending: list[tuple[dict[str, Any], bytes]] = []
+        setup = {
+            "type": "setup",
+            "nonce": self.nonce,
+            "kind": submission.kind,
+            "sources": list(submission.sources),
+            "filename": printable_name(submission.path.name),  # tracebacks say attention.py, not a temp path
+            "limits": limits.for_child(),
+            "forbidden_roots": forbidden_roots(),
+            "confine": {
+                "workdir": str(workdir),
+                "newroot": str(newroot),
+                "forbidden_roots": forbidden_roots(),
+                "require_fs_isolation": not limits.unsafe_no_fs_isolation,
+                "skip": [x for x in os.environ.get(SKIP_LAYERS_VARIABLE, "").split(",") if x],
+            },
+        }
+        self.send(wire.encode(setup))
+
+    def send(self, data: bytes) -> None:
+        def write_all() -> None:
+            view = memoryview(data)
+            try:
+                while view:
+                    view = view[os.write(self.request_write, view):]
+            except OSError:
+                pass
+
+        threading.Thread(target=write_all, daemon=True).start()
+
+    def next_frame(self, deadline: float) -> tuple[dict[str, Any], bytes] | None:
+        """The next frame of this run; None on timeout; EOFError when the child is gone."""
+        while not self.pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([self.result_read], [], [], remaining)
+            if not ready:
+                return None
+            data = os.read(self.result_read, 1 << 20)
+            if not data:
+                raise EOFError
+            self.pending.extend(self.reader.feed(data))
+        header, blob = self.pending.pop(0)
+        if header.get("nonce") != self.nonce:
+            raise wire.ProtocolError("frame without this run's nonce")
+        return header, blob
+
+    def death_kind(self) -> tuple[str, str]:
+        try:
+            code = self.process.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            return "crashed", "the submission's process stopped answering"
+        if code in (-signal.SIGXCPU, -signal.SIGKILL):
+            return "timeout", "the submission used up its CPU time"
+        if code < 0:
+            return "crashed", f"the submission's process was killed by {signal.Signals(-code).name}"
+        return "crashed", f"the submission's process exited with status {code} during the call"
+
+    def stop(self) -> None:
+        kill_run(self.process.pid, self.marker, self.spared)
+        if self.server is not None:  # the server reaps its forks; it is told to sweep up
+            self.server.sweep()
+        else:
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        for fd in (self.request_write, self.result_read):
+            try:
+                os.close(fd)
+            except OSError:
+                pass

@@ -1,0 +1,147 @@
+"""The pre-warmed fork server of batch grading, seen from the grader: it forks one fresh child
+per submission (``worker.py --zygote`` is its other side)."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import secrets
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from grader.sandbox.processes import child_environment
+
+WORKER = Path(__file__).with_name("worker.py")
+
+
+class ForkServer:
+    """A pre-warmed worker (``worker.py --zygote``) that forks a fresh child per run.
+
+    Used for batch grading, where starting an interpreter and importing NumPy for every
+    submission would cost more than grading it. Each run is still its own process in its own
+    session, with its own limits, environment, directory and tripwires; only the start-up is shared.
+    The server never loads grader code, so a fork holds nothing of the grader's either.
+    """
+
+    def __init__(self) -> None:
+        import socket
+
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.home = tempfile.mkdtemp(prefix="attention-grader-server-")
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", "-B", str(WORKER), "--zygote", str(theirs.fileno())],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            cwd=self.home, env=child_environment(self.home, secrets.token_hex(8)),
+            pass_fds=(theirs.fileno(),), start_new_session=True)
+        theirs.close()
+        self.socket = ours
+        self.exits: dict[int, int] = {}
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def _receive(self, timeout: float) -> dict[str, Any] | None:
+        ready, _, _ = select.select([self.socket], [], [], max(0.0, timeout))
+        if not ready:
+            return None
+        data = self.socket.recv(1 << 16)
+        if not data:
+            raise EOFError
+        message = json.loads(data)
+        if message.get("op") == "exited":
+            self.exits[int(message["pid"])] = int(message["code"])
+        return dict(message)
+
+    def _until(self, op: str, seconds: float) -> dict[str, Any]:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            message = self._receive(deadline - time.monotonic())
+            if message is not None and message.get("op") == op:
+                return message
+        raise EOFError(f"the fork server did not answer {op!r}")
+
+    def spawn(self, cwd: Path, env: dict[str, str], fds: tuple[int, int, int]) -> int:
+        import socket
+
+        request = {"op": "spawn", "cwd": str(cwd), "env": env}
+        socket.send_fds(self.socket, [json.dumps(request).encode()], list(fds))
+        return int(self._until("spawned", 10.0)["pid"])
+
+    def wait(self, pid: int, timeout: float) -> int | None:
+        deadline = time.monotonic() + timeout
+        while pid not in self.exits:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            try:
+                self._receive(remaining)
+            except (EOFError, OSError):
+                return None
+        return self.exits.pop(pid)
+
+    def sweep(self) -> None:
+        """Have the server kill and reap what a finished run left adopted by it. Not awaited: the
+        server handles requests in order, so the sweep is done before the next run starts."""
+        self.exits.clear()
+        with contextlib.suppress(OSError):
+            self.socket.send(json.dumps({"op": "sweep"}).encode())
+
+    def close(self) -> None:
+        self.socket.close()
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
+        self.process.wait()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+class Forked:
+    """The ``Popen``-like handle of a child forked by the server."""
+
+    def __init__(self, server: ForkServer, pid: int) -> None:
+        self.server, self.pid = server, pid
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = self.server.wait(self.pid, 5.0 if timeout is None else timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(str(self.pid), timeout or 5.0)
+        return code
+
+
+_fork_server: ForkServer | None = None
+_use_fork_server = False
+
+
+def in_use() -> bool:
+    return _use_fork_server
+
+
+def use_fork_server(enabled: bool = True) -> None:
+    """Run each submission in a fork of a pre-warmed server (batch grading) instead of a new
+    interpreter. The server starts on first use and dies with this process."""
+    global _use_fork_server
+    _use_fork_server = enabled
+
+
+def start() -> None:
+    """Use the fork server from now on, and start it now (a pool worker's warm-up)."""
+    use_fork_server(True)
+    current()
+
+
+def current() -> ForkServer | None:
+    global _fork_server
+    if not _use_fork_server:
+        return None
+    if _fork_server is None or not _fork_server.alive():
+        if _fork_server is not None:
+            _fork_server.close()
+        _fork_server = ForkServer()
+        atexit.register(_fork_server.close)
+    return _fork_server

@@ -1,0 +1,268 @@
+"""Stage 2: run the submission in a disposable child process and collect raw arrays.
+
+The grader never imports or executes student code. It starts a child (``child.py``) with the
+submission, lets the caller plan the calls from what the child found on loading, and reads one
+frame per call with a wall-clock deadline for the import and for each call. A call that hangs or
+crashes costs that call: the child is killed (with its whole session and anything it left
+behind) and a new one continues with the remaining probes, within the total budget.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from grader.config import DEFAULT_LIMITS, Limits
+from grader.model import CallOutcome, GraderError, Probe, RunInfo, Submission
+from grader.sandbox import forkserver, wire
+from grader.sandbox.child import Child
+from grader.sandbox.processes import become_subreaper, boot_ticks, reap_zombies, remove_leftovers
+
+UNPRIVILEGED_ID = 65534  # the child's user after the uid drop (confine.py)
+OUTPUT_EXCERPT_BYTES = 4096
+REFUSED_MESSAGE = (
+    "the submission was not run: no filesystem isolation (mount namespace, Landlock or an "
+    "unprivileged user) is available here, and its process could have written the grader's own "
+    "files. Run the grader in a container or as a user that does not own its installation, or "
+    "pass --unsafe-no-fs-isolation to run it anyway (only for code you trust)")
+
+
+#: given what the child found, pick (function name, probes) or None to stop after loading
+Planner = Callable[[RunInfo], "tuple[str, Sequence[Probe]] | None"]
+
+
+KNOWN_LAYERS = ("pid-namespace", "mount-namespace", "network-namespace", "read-only-root",
+                "unprivileged-uid", "no-capabilities", "landlock", "seccomp")
+
+
+def _strings(value: object, limit: int) -> list[str]:
+    return [str(x)[:500] for x in value[:limit]] if isinstance(value, list) else []
+
+
+def _error_from(value: object, default: str) -> GraderError:
+    entry = value if isinstance(value, dict) else {}
+    return GraderError(str(entry.get("kind", default)), str(entry.get("message"))[:4000])
+
+
+def _info_from_loaded(header: dict[str, Any], info: RunInfo) -> None:
+    """What the child found after loading, taken only in shapes the grader expects."""
+    info.defined_functions = tuple(_strings(header.get("functions"), 200))
+    fatal = header.get("fatal")
+    if fatal:
+        error = _error_from(fatal, "runtime-error")
+        kind = error.kind if error.kind in ("syntax-error", "runtime-error") else "runtime-error"
+        info.fatal = GraderError(kind, error.message)
+    errors = header.get("errors")
+    for entry in errors[:20] if isinstance(errors, list) else ():
+        error = _error_from(entry, "runtime-error")
+        where = entry.get("where") if isinstance(entry, dict) else None
+        kind = error.kind if error.kind in ("syntax-error", "timeout", "memory-limit") else \
+            "runtime-error"
+        info.load_errors.append(GraderError(kind, f"{str(where)[:100]}: {error.message}"))
+
+
+def _outcome(probe: Probe, header: dict[str, Any], blob: bytes) -> CallOutcome:
+    status = header.get("status")
+    if status != "ok":
+        kind = status if status in ("wrong-signature", "wrong-shape", "runtime-error",
+                                    "memory-limit", "timeout") else "runtime-error"
+        return CallOutcome(probe.id, kind, str(header.get("message", ""))[:2000])
+    arrays = wire.decode_arrays(header, blob)
+    if "output" not in arrays:
+        raise wire.ProtocolError("result without output")
+    # No answer to these inputs, right or wrong, is far larger than the inputs: refusing bigger
+    # arrays here, and copying the rest out of the frame, keeps the grader's memory small.
+    limit = 16 * probe.size + 4096
+    too_big = next((a for a in arrays.values() if a.size > limit), None)
+    if too_big is not None:
+        return CallOutcome(probe.id, "wrong-shape",
+                           f"returned an array of shape {tuple(too_big.shape)}, far larger than "
+                           "any answer for these inputs")
+    arrays = {role: array.copy() for role, array in arrays.items()}
+    inputs = tuple(arrays[k] for k in sorted((k for k in arrays if k.startswith("input:")),
+                                             key=lambda k: int(k.split(":")[1])))
+    seconds = header.get("seconds")
+    return CallOutcome(
+        probe.id,
+        output=arrays["output"],
+        weights=arrays.get("weights"),
+        repeat_output=arrays.get("repeat"),
+        inputs_after=inputs,
+        seconds=float(seconds) if type(seconds) in (int, float) else 0.0,
+    )
+
+
+#: what reading a frame the submission forged can raise: all mean "it broke the channel"
+MALFORMED = (wire.ProtocolError, ValueError, TypeError, KeyError, AttributeError, IndexError,
+             OverflowError, MemoryError)
+
+_one_run_at_a_time = threading.Lock()
+_last_run_started: int | None = None
+
+
+def run(submission: Submission, plan: Planner, limits: Limits = DEFAULT_LIMITS,
+        prepare: Callable[[], object] | None = None) -> tuple[RunInfo, list[CallOutcome]]:
+    """Load the submission in a child, let ``plan`` pick the calls, and run them.
+
+    ``prepare`` runs in this process right after the first child starts, so that slow imports
+    here overlap with the child's start-up. Runs in one process take turns (threads wait): the
+    clean-up after a run kills by process, and would end a concurrent run's children.
+    """
+    global _last_run_started
+    with _one_run_at_a_time:
+        reap_zombies(_last_run_started)  # what died late in the run before
+        _last_run_started = boot_ticks()
+        try:
+            return _run(submission, plan, limits, prepare)
+        finally:
+            reap_zombies(_last_run_started)
+
+
+def _run(submission: Submission, plan: Planner, limits: Limits,
+         prepare: Callable[[], object] | None) -> tuple[RunInfo, list[CallOutcome]]:
+    info = RunInfo()
+    layers = ["child-process", "new-session-kill", "rlimits", "scrubbed-environment",
+              "audit-hook-tripwire", "raw-array-channel"]
+    if become_subreaper():
+        layers.append("child-subreaper")
+    if forkserver.in_use():
+        layers.append("prewarmed-fork-server")
+    info.isolation = tuple(layers)
+    started, started_wall = time.monotonic(), time.time()
+    total_deadline = started + limits.total_seconds
+    base = Path(tempfile.mkdtemp(prefix="attention-grader-"))
+    workdir, logdir, newroot = base / "work", base / "log", base / "root"
+    for folder in (workdir, logdir, newroot):
+        folder.mkdir()
+    outcomes: dict[int, CallOutcome] = {}
+    tripped: list[str] = []
+    try:
+        planned: tuple[str, Sequence[Probe]] | None = None
+        attempt = 0
+        while True:
+            remaining = [i for i in range(len(planned[1])) if i not in outcomes] if planned else []
+            child = Child(submission, workdir, logdir, newroot, limits, attempt)
+            if prepare is not None and attempt == 0:
+                prepare()
+            try:
+                planned = _drive(child, info, plan, planned, remaining, outcomes, tripped,
+                                 limits, total_deadline, first=attempt == 0)
+            finally:
+                child.stop()
+            attempt += 1
+            if planned is None or len(outcomes) == len(planned[1]):
+                break
+            out_of_time = time.monotonic() >= total_deadline
+            if attempt > limits.max_restarts or out_of_time:
+                last = outcomes[max(outcomes)] if outcomes else None
+                kind = "timeout" if out_of_time or last is None else str(last.error_kind)
+                reason = ("the time budget was used up" if out_of_time else
+                          f"the submission's process was lost {attempt} times "
+                          f"(last: {kind}), so the remaining probes were skipped")
+                for i, probe in enumerate(planned[1]):
+                    if i not in outcomes:
+                        outcomes[i] = CallOutcome(probe.id, kind, f"not run: {reason}")
+                break
+        if "unprivileged-uid" in info.isolation and not {"read-only-root", "landlock"} & set(
+                info.isolation):
+            remove_leftovers(UNPRIVILEGED_ID, started_wall)
+        info.stdout = _excerpt(logdir)
+        if tripped:
+            info.forbidden = sorted(set(tripped))[:10]
+        probes = planned[1] if planned else []
+        return info, [outcomes[i] for i in range(len(probes))]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _drive(child: Child, info: RunInfo, plan: Planner,
+           planned: tuple[str, Sequence[Probe]] | None, remaining: list[int],
+           outcomes: dict[int, CallOutcome], tripped: list[str], limits: Limits,
+           total_deadline: float, first: bool) -> tuple[str, Sequence[Probe]] | None:
+    """Talk to one child until it is done, hangs or dies; return the plan (made on first load)."""
+    import_deadline = min(time.monotonic() + limits.import_seconds, total_deadline)
+    try:
+        frame = child.next_frame(import_deadline)
+        if frame is not None and frame[0].get("type") == "hardened":
+            hardened = frame[0]
+            if first:  # sent before the submission runs, so the submission cannot forge it
+                layers = hardened.get("layers")
+                layers = [x for x in layers if x in KNOWN_LAYERS] if isinstance(layers, list) else []
+                info.isolation = tuple(dict.fromkeys([*info.isolation, *layers]))
+            if hardened.get("refused"):
+                info.fatal = GraderError("isolation-unavailable", REFUSED_MESSAGE)
+                return None
+            frame = child.next_frame(import_deadline)
+    except (EOFError, wire.ProtocolError):
+        frame = None
+        if first:
+            kind, message = child.death_kind()
+            info.fatal = GraderError(kind, message.replace("during the call", "while loading"))
+            return None
+    if frame is None:
+        if first:
+            info.fatal = GraderError(
+                "timeout", f"loading the submission took longer than {limits.import_seconds:g} s")
+            return None
+        for i in remaining:
+            outcomes[i] = CallOutcome(planned[1][i].id, "timeout",  # type: ignore[index]
+                                      "not run: loading the submission again timed out")
+        return planned
+    header, _ = frame
+    tripped.extend(_strings(header.get("tripped"), 10))
+    if first:
+        try:
+            _info_from_loaded(header, info)
+        except MALFORMED as exc:
+            info.fatal = GraderError("crashed", f"the submission broke the result channel ({exc})")
+            return None
+        planned = plan(info)
+        if planned is None:
+            return None
+        remaining = list(range(len(planned[1])))
+    assert planned is not None
+    function, probes = planned
+    child.send(wire.encode_calls(function, [probes[i] for i in remaining]))
+    for position, index in enumerate(remaining):
+        deadline = min(time.monotonic() + limits.call_seconds, total_deadline)
+        try:
+            frame = child.next_frame(deadline)
+        except (EOFError, wire.ProtocolError) as exc:
+            if isinstance(exc, wire.ProtocolError):
+                kind, message = "crashed", f"the submission broke the result channel ({exc})"
+            else:
+                kind, message = child.death_kind()
+            outcomes[index] = CallOutcome(probes[index].id, kind, message)
+            return planned
+        if frame is None:
+            outcomes[index] = CallOutcome(
+                probes[index].id, "timeout",
+                f"the call did not return within {limits.call_seconds:g} s")
+            return planned
+        header, blob = frame
+        tripped.extend(_strings(header.get("tripped"), 10))
+        if header.get("type") != "result" or header.get("index") != position:
+            outcomes[index] = CallOutcome(probes[index].id, "crashed",
+                                          "the submission broke the result channel")
+            return planned
+        try:
+            outcomes[index] = _outcome(probes[index], header, blob)
+        except MALFORMED as exc:
+            outcomes[index] = CallOutcome(probes[index].id, "crashed",
+                                          f"the submission broke the result channel ({exc})")
+            return planned
+    return planned
+
+
+def _excerpt(logdir: Path) -> str:
+    parts = []
+    for path in sorted(logdir.glob("stdout-*.txt")):
+        with open(path, "rb") as handle:
+            parts.append(handle.read(OUTPUT_EXCERPT_BYTES))
+    text = b"".join(parts)[:OUTPUT_EXCERPT_BYTES].decode("utf-8", "replace")
+    return text
