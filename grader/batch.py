@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader import __version__, registry
 from grader.config import DEFAULT_LIMITS, Limits
+from grader.load import SUFFIXES, candidates
 from grader.model import printable_name
+from grader.version import __version__
 
-SUFFIXES = (".py", ".ipynb")
 GRADESCOPE_METADATA = "submission_metadata.yml"
 
 
@@ -46,17 +46,6 @@ class Entry:
 
     student: str
     files: tuple[Path, ...]
-
-
-def candidates(folder: Path) -> tuple[Path, ...]:
-    """The .py and .ipynb files under ``folder``, outside hidden and cache folders."""
-    found = []
-    for path in sorted(folder.rglob("*")):
-        parts = path.relative_to(folder).parts
-        if (path.suffix in SUFFIXES and path.is_file()
-                and not any(p.startswith((".", "__")) or p == "node_modules" for p in parts)):
-            found.append(path)
-    return tuple(found)
 
 
 def _gradescope_loader() -> Any:
@@ -163,38 +152,13 @@ class Job:
     key: dict[str, Any] = field(default_factory=dict)
 
 
-def _prefers(files: Sequence[Path], function: str) -> list[Path]:
-    """Candidates that mention the function first (a starter kit has both a stub and the work)."""
-    def mentions(path: Path) -> bool:
-        try:
-            return f"def {function}" in path.read_text(errors="replace")
-        except OSError:
-            return False
-
-    chosen = [f for f in files if mentions(f)]
-    return chosen or list(files)
-
-
 def grade_entry(job: Job) -> dict[str, Any]:
     """Grade one student's submission: every candidate file, keeping the best report."""
-    from grader.model import GraderError
-    from grader.pipeline import error_report, grade_or_crashed
+    from grader.pipeline import grade_best_of
 
     entry = job.entry
-    if not entry.files:
-        report = error_report(job.assignment, [GraderError(
-            "missing-function", "no .py file or .ipynb notebook was found in this submission")],
-            {"submission": entry.student})
-    else:
-        best: dict[str, Any] | None = None
-        for path in _prefers(entry.files, registry.get(job.assignment).function)[:4]:
-            report = grade_or_crashed(path, assignment=job.assignment, seed=job.seed,
-                                      limits=job.limits)
-            report["metadata"]["submission_path"] = printable_name(str(path))
-            if best is None or report["score"] > best["score"]:
-                best = report
-        assert best is not None
-        report = best
+    report = grade_best_of(entry.files, assignment=job.assignment, seed=job.seed,
+                           limits=job.limits, label=entry.student)
     report["metadata"].update(student=entry.student, batch_key=job.key,
                               worker_peak_rss_mb=_peak_rss_mb())
     return report

@@ -11,26 +11,26 @@ from typing import Any
 import click
 
 from grader import registry
-from grader.config import DEFAULT_LIMITS, Limits
+from grader.config import (
+    DEFAULT_LIMITS,
+    GRADESCOPE_VISIBILITIES,
+    SEED_VARIABLE,
+    Limits,
+    seed_from_environment,
+)
 from grader.files import write_atomically
-from grader.model import DEFAULT_SEED, GRADESCOPE_VISIBILITIES
+from grader.model import DEFAULT_SEED
 
 ASSIGNMENT_IDS = list(registry.ids())
 
 FORMATS = ("json", "text", "gradescope", "github", "markdown", "html")
-SEED_VARIABLE = "ATTENTION_GRADER_SEED"
 
 
 def _seed(value: int | None) -> int:
-    if value is not None:
-        return value
-    from_env = os.environ.get(SEED_VARIABLE, "").strip()
-    if from_env:
-        try:
-            return int(from_env)
-        except ValueError:
-            raise click.UsageError(f"{SEED_VARIABLE}={from_env!r} is not an integer.") from None
-    return DEFAULT_SEED
+    try:
+        return seed_from_environment(value)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def _limits(timeout: float | None, import_timeout: float | None, total_timeout: float | None,
@@ -44,7 +44,7 @@ def _limits(timeout: float | None, import_timeout: float | None, total_timeout: 
         changes["total_seconds"] = total_timeout
     if memory_mb is not None:
         changes["memory_mb"] = memory_mb
-    return Limits(**{**DEFAULT_LIMITS.as_dict(), **changes})  # type: ignore[arg-type]
+    return Limits(**{**DEFAULT_LIMITS.as_dict(), **changes})
 
 
 _submission_argument = click.argument(

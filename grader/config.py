@@ -2,7 +2,29 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
+
+from grader.model import DEFAULT_SEED
+
+#: Gradescope's visibility settings for a test (its specs.md, "Controlling Test Case Visibility")
+GRADESCOPE_VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+#: the probe seed when none is given (a hidden seed for the whole class, in CI or Gradescope)
+SEED_VARIABLE = "ATTENTION_GRADER_SEED"
+
+
+def seed_from_environment(value: int | None) -> int:
+    """``value``, else ``$ATTENTION_GRADER_SEED``, else the public seed; ``ValueError`` (saying
+    what is wrong) when the variable is not an integer."""
+    if value is not None:
+        return value
+    from_env = os.environ.get(SEED_VARIABLE, "").strip()
+    if not from_env:
+        return DEFAULT_SEED
+    try:
+        return int(from_env)
+    except ValueError:
+        raise ValueError(f"{SEED_VARIABLE}={from_env!r} is not an integer.") from None
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from grader import registry
-from grader.config import DEFAULT_LIMITS
+from grader.config import DEFAULT_LIMITS, seed_from_environment
 from grader.model import DEFAULT_SEED
 
 
@@ -33,14 +33,13 @@ def main() -> int:
 
     submission = Path(os.environ.get("SUBMISSION", "").strip() or ".")
     assignment = os.environ.get("ASSIGNMENT", "").strip() or None
-    seed_text = os.environ.get("ATTENTION_GRADER_SEED", "").strip()
     problems = []
     if assignment is not None and assignment not in registry.ids():
         problems.append(f"unknown assignment {assignment!r} (known: {', '.join(registry.ids())})")
     if not submission.is_file():
         problems.append(f"the submission {str(submission)!r} is not a file in the repository")
     try:
-        seed = int(seed_text) if seed_text else DEFAULT_SEED
+        seed = seed_from_environment(None)
     except ValueError:
         problems.append("the seed input is not an integer")
         seed = DEFAULT_SEED

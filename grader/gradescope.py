@@ -79,7 +79,7 @@ def _project_toml() -> str:
         version = metadata.version("attention-grader")
         requires = [r for r in metadata.requires("attention-grader") or [] if "extra ==" not in r]
     except metadata.PackageNotFoundError:  # running from a plain checkout
-        from grader import __version__ as version
+        from grader.version import __version__ as version
 
         requires = ["numpy>=1.22", "click>=8.0", "jsonschema>=4.0", "nbformat>=5.0",
                     'tomli>=1.1; python_version < "3.11"']
@@ -111,6 +111,7 @@ def _project_toml() -> str:
 
 def _copy_package(name: str, destination: Path) -> None:
     module = __import__(name)
+    assert module.__file__ is not None  # a regular package, not a namespace
     source = Path(module.__file__).resolve().parent
     shutil.copytree(source, destination / name,
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "_assignments"))
@@ -178,9 +179,9 @@ def _no_submission_results(folder: Path) -> dict[str, Any]:
 
 def run(root: Path, config: dict[str, Any]) -> Path:
     """Grade ``root/submission`` as configured; write and return ``root/results/results.json``."""
-    from grader.batch import Entry, Job, candidates, grade_entry
-    from grader.config import DEFAULT_LIMITS
     from grader.files import write_atomically
+    from grader.load import candidates
+    from grader.pipeline import grade_best_of
     from grader.render import gradescope
 
     results_path = root / "results" / "results.json"
@@ -190,9 +191,8 @@ def run(root: Path, config: dict[str, Any]) -> Path:
         write_atomically(results_path, json.dumps(_no_submission_results(folder), indent=2))
         return results_path
     # several files (a notebook and a .py, say): each is graded and the best one counts
-    job = Job(Entry("submission", files), config["assignment"], int(config.get("seed", 0)),
-              DEFAULT_LIMITS)
-    report = grade_entry(job)
+    report = grade_best_of(files, assignment=config["assignment"],
+                           seed=int(config.get("seed", 0)))
     text = gradescope.render(report, hidden_visibility=config.get("hidden_visibility",
                                                                   "after_published"))
     # written here, after the submission's processes are gone, replacing whatever it may have

@@ -191,3 +191,17 @@ def load(path: Path) -> Submission:
     if path.suffix.lower() == ".ipynb":
         return load_notebook(path)
     return load_python(path)
+
+
+SUFFIXES = (".py", ".ipynb")
+
+
+def candidates(folder: Path) -> tuple[Path, ...]:
+    """The .py and .ipynb files under ``folder``, outside hidden and cache folders."""
+    found = []
+    for path in sorted(folder.rglob("*")):
+        parts = path.relative_to(folder).parts
+        if (path.suffix in SUFFIXES and path.is_file()
+                and not any(p.startswith((".", "__")) or p == "node_modules" for p in parts)):
+            found.append(path)
+    return tuple(found)

@@ -17,8 +17,6 @@ else:
 
 DEFAULT_SEED = 0
 
-#: Gradescope's visibility settings for a test (its specs.md, "Controlling Test Case Visibility")
-GRADESCOPE_VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 
 #: SPEC section 4 ``errors[].kind``, and ``isolation-unavailable`` (the submission was not run:
 #: no filesystem isolation here, see ``--unsafe-no-fs-isolation``)

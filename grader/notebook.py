@@ -10,6 +10,7 @@ allows it (SIGALRM in the main thread).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import signal
 import threading
@@ -114,7 +115,7 @@ def call_probes(function: Callable[..., Any], probes: Sequence[Probe],
 
 def _call_each(function: Callable[..., Any], probes: Sequence[Probe],
                call_seconds: float) -> list[CallOutcome]:
-    from grader.sandbox.returns import WrongReturn, check_binding, to_arrays
+    from grader.sandbox.returns import WrongReturn, check_binding
 
     outcomes = []
     for probe in probes:
@@ -125,9 +126,9 @@ def _call_each(function: Callable[..., Any], probes: Sequence[Probe],
             continue
         started = time.perf_counter()
         try:
-            output, weights = _with_deadline(call_seconds, lambda a=args: to_arrays(function(*a)))
-            repeat = (_with_deadline(call_seconds, lambda a=args: to_arrays(function(*a)))[0]
-                      if probe.repeat else None)
+            call = functools.partial(_returned_arrays, function, args)
+            output, weights = _with_deadline(call_seconds, call)
+            repeat = _with_deadline(call_seconds, call)[0] if probe.repeat else None
         except WrongReturn as exc:
             outcomes.append(CallOutcome(probe.id, "wrong-shape", str(exc)))
             continue
@@ -147,6 +148,12 @@ def _call_each(function: Callable[..., Any], probes: Sequence[Probe],
             probe.id, output=output, weights=weights, repeat_output=repeat,
             inputs_after=tuple(made.values()), seconds=time.perf_counter() - started))
     return outcomes
+
+
+def _returned_arrays(function: Callable[..., Any], args: list[Any]) -> tuple[Any, Any]:
+    from grader.sandbox.returns import to_arrays
+
+    return to_arrays(function(*args))
 
 
 def _assignment_for(target: Any, assignment: str | None) -> str:

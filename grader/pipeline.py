@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grader import __version__, load, registry, sandbox
+from grader import load, registry, sandbox
 from grader.config import DEFAULT_LIMITS, Limits
 from grader.model import (
     DEFAULT_SEED,
@@ -18,6 +18,7 @@ from grader.model import (
     RunInfo,
     printable_name,
 )
+from grader.version import __version__
 
 if TYPE_CHECKING:
     from grader.core.assignments import Assignment
@@ -75,30 +76,15 @@ def grade(path: str | Path, *, assignment: str | None = None, seed: int = DEFAUL
     try:
         submission = load.load(path)
     except load.LoadError as exc:
-        chosen = assignment or infer_assignment(exc.defined) or "unknown"
-        return finish(error_report(chosen, [exc.error], metadata))
+        told = assignment or infer_assignment(exc.defined) or "unknown"
+        return finish(error_report(told, [exc.error], metadata))
 
-    chosen_holder: dict[str, Any] = {}
-
-    def plan(info: RunInfo) -> tuple[str, list[Probe]] | None:
-        chosen = assignment or infer_assignment(info.defined_functions)
-        chosen_holder["id"] = chosen
-        if info.fatal is not None or chosen is None:
-            return None
-        function = registry.get(chosen).function
-        if function not in info.defined_functions:
-            return None
-        from grader.core.assignments import get
-
-        probes = get(chosen).probes(seed)
-        chosen_holder["probes"] = probes
-        return function, probes
-
-    info, outcomes = sandbox.run(submission, plan, limits, prepare=import_numeric_stages)
+    planned = _Plan(assignment, seed)
+    info, outcomes = sandbox.run(submission, planned, limits, prepare=import_numeric_stages)
     metadata["isolation"] = list(info.isolation)
     if info.stdout:
         metadata["stdout"] = info.stdout[:2000]
-    chosen = chosen_holder.get("id")
+    chosen = planned.chosen
     load_errors = list(info.load_errors)
     if info.forbidden:
         error = GraderError("forbidden-import",
@@ -107,9 +93,9 @@ def grade(path: str | Path, *, assignment: str | None = None, seed: int = DEFAUL
         return finish(error_report(chosen or "unknown", [error, *load_errors], metadata))
     if info.fatal is not None:
         return finish(error_report(chosen or "unknown", [info.fatal, *load_errors], metadata))
-    if chosen is None or "probes" not in chosen_holder:
+    if chosen is None or planned.probes is None:
         wanted = ([registry.get(chosen).function] if chosen else
-                  [info.function for info in registry.inference_order()])
+                  [entry.function for entry in registry.inference_order()])
         error = GraderError("missing-function",
                             missing_function_message(wanted, info.defined_functions))
         return finish(error_report(chosen or "unknown", [error, *load_errors], metadata))
@@ -117,7 +103,30 @@ def grade(path: str | Path, *, assignment: str | None = None, seed: int = DEFAUL
 
     spec = get(chosen)
     metadata["function"] = spec.function
-    return finish(evaluate(spec, chosen_holder["probes"], outcomes, load_errors, metadata))
+    return finish(evaluate(spec, planned.probes, outcomes, load_errors, metadata))
+
+
+class _Plan:
+    """What to call once the child has loaded the submission: the assignment asked for (or the
+    one its functions show) and its probes. Until the child answers, the assignment asked for
+    is the report's, so a submission that dies while loading is still reported under it."""
+
+    def __init__(self, assignment: str | None, seed: int) -> None:
+        self.asked, self.seed = assignment, seed
+        self.chosen: str | None = assignment
+        self.probes: list[Probe] | None = None
+
+    def __call__(self, info: RunInfo) -> tuple[str, list[Probe]] | None:
+        self.chosen = self.asked or infer_assignment(info.defined_functions)
+        if info.fatal is not None or self.chosen is None:
+            return None
+        function = registry.get(self.chosen).function
+        if function not in info.defined_functions:
+            return None
+        from grader.core.assignments import get
+
+        self.probes = get(self.chosen).probes(self.seed)
+        return function, self.probes
 
 
 def grade_or_crashed(path: str | Path, *, assignment: str | None = None,
@@ -168,7 +177,7 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
                   for c in checks]
     score = sum(c.points for c in checks)
     return build(assignment=spec.id, status="graded", score=score, max_score=max_score(spec),
-                 findings=findings, checks=checks, errors=errors, metadata=metadata)
+                 findings=findings, checks=checks, errors=errors, metadata=metadata).to_dict()
 
 
 def _raises_not_implemented(outcome: CallOutcome) -> bool:
@@ -184,4 +193,35 @@ def error_report(assignment_id: str, errors: Sequence[GraderError],
     if assignment_id in registry.ids():
         total = float(registry.rubric(assignment_id)["max_score"])
     return build(assignment=assignment_id, status="error", score=0.0, max_score=total,
-                 errors=errors, metadata=metadata)
+                 errors=errors, metadata=metadata).to_dict()
+
+
+def _likely_first(files: Sequence[Path], function: str) -> list[Path]:
+    """Candidates that mention the function first (a starter kit has both a stub and the work)."""
+    def mentions(path: Path) -> bool:
+        try:
+            return f"def {function}" in path.read_text(errors="replace")
+        except OSError:
+            return False
+
+    chosen = [f for f in files if mentions(f)]
+    return chosen or list(files)
+
+
+def grade_best_of(files: Sequence[Path], *, assignment: str, seed: int = DEFAULT_SEED,
+                  limits: Limits = DEFAULT_LIMITS, label: str = "submission") -> dict[str, Any]:
+    """One student's submission of several files (a notebook and a .py, the starter stub beside
+    the work): each candidate is graded, those that define the function first, and the best
+    report counts."""
+    if not files:
+        return error_report(assignment, [GraderError(
+            "missing-function", "no .py file or .ipynb notebook was found in this submission")],
+            {"submission": label})
+    best: dict[str, Any] | None = None
+    for path in _likely_first(files, registry.get(assignment).function)[:4]:
+        report = grade_or_crashed(path, assignment=assignment, seed=seed, limits=limits)
+        report["metadata"]["submission_path"] = printable_name(str(path))
+        if best is None or report["score"] > best["score"]:
+            best = report
+    assert best is not None
+    return best

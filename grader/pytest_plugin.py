@@ -94,9 +94,12 @@ class SubmissionFile(pytest.File):
 
 
 def _seed(config: pytest.Config) -> int:
-    from grader.cli import _seed as seed_from_option_or_environment
+    from grader.config import seed_from_environment
 
-    return seed_from_option_or_environment(config.getoption("attention_seed"))
+    try:
+        return seed_from_environment(config.getoption("attention_seed"))
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,

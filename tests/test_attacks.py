@@ -28,6 +28,8 @@ from grader.sandbox import SKIP_LAYERS_VARIABLE
 
 from .conftest import SUBMISSIONS, notebook, run_cli
 
+pytestmark = pytest.mark.e2e  # starts child processes: the slow tier
+
 CORRECT = (SUBMISSIONS / "attention" / "correct_matmul.py").read_text()
 BUGGY = (SUBMISSIONS / "attention" / "scale_by_dk.py").read_text()
 GRADER_ROOT = Path(sandbox.__file__).resolve().parents[2]  # holds grader/ and reference/

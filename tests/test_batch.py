@@ -20,6 +20,8 @@ from grader.core.report import validate
 
 from .conftest import SUBMISSIONS, run_cli
 
+pytestmark = pytest.mark.e2e  # starts child processes: the slow tier
+
 ATTENTION = SUBMISSIONS / "attention"
 STARTER = Path(__file__).parents[1] / "assignments" / "attention" / "starter" / "attention.ipynb"
 

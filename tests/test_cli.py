@@ -12,6 +12,8 @@ from grader.core.report import validate
 
 from .conftest import SUBMISSIONS, run_cli
 
+pytestmark = pytest.mark.e2e  # starts child processes: the slow tier
+
 CORRECT = SUBMISSIONS / "attention" / "correct_matmul.py"
 BUGGY = SUBMISSIONS / "attention" / "combo_dk_inverted.py"
 

@@ -31,6 +31,8 @@ from grader.starter import ACTION_REFERENCE, kit_files
 
 from .conftest import SUBMISSIONS, run_cli
 
+pytestmark = pytest.mark.e2e  # starts child processes: the slow tier
+
 HERE = Path(__file__).parent
 ROOT = HERE.parent
 CONTRACTS = HERE / "contracts"

@@ -16,6 +16,8 @@ from reference.catalogue import BY_ID, CATALOGUE
 
 from .conftest import SUBMISSIONS, expected_ids
 
+pytestmark = pytest.mark.e2e  # starts child processes: the slow tier
+
 FIXTURES = sorted(SUBMISSIONS.glob("*/*.py"))
 
 

@@ -21,6 +21,8 @@ from grader.model import ERROR_KINDS
 
 from .conftest import SUBMISSIONS, notebook
 
+pytestmark = pytest.mark.e2e  # starts child processes: the slow tier
+
 CORRECT = (SUBMISSIONS / "attention" / "correct_matmul.py").read_text()
 NOTEBOOK = notebook(("markdown", "# Attention"), "import numpy as np", CORRECT)
 

@@ -15,6 +15,8 @@ from grader.config import Limits
 
 from .conftest import SUBMISSIONS
 
+pytestmark = pytest.mark.e2e  # starts child processes: the slow tier
+
 CORRECT = (SUBMISSIONS / "attention" / "correct_matmul.py").read_text()
 FAST = Limits(import_seconds=3, call_seconds=0.6, total_seconds=10, cell_seconds=2)
 HEADER = "import numpy as np, os, sys, time, subprocess, signal, threading\n"

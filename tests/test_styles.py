@@ -10,6 +10,8 @@ from grader.config import Limits
 
 from .conftest import SUBMISSIONS, notebook
 
+pytestmark = pytest.mark.e2e  # starts child processes: the slow tier
+
 ATTENTION = (SUBMISSIONS / "attention" / "correct_matmul.py").read_text().split("\n", 1)[1]
 BUGGY = (SUBMISSIONS / "attention" / "scale_by_dk.py").read_text().split("\n", 1)[1]
 

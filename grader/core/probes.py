@@ -179,7 +179,7 @@ def attention_probes(make: Maker) -> list[Probe]:
 def _weights(make: Maker, d_model: int = 12) -> tuple[Array, Array, Array, Array]:
     scale = 1 / np.sqrt(d_model)
     return tuple(np.round(make.rng.normal(0, 1, (d_model, d_model)) * scale * 1.6, 2)
-                 for _ in range(4))  # type: ignore[return-value]
+                 for _ in range(4))
 
 
 def multi_head_probes(make: Maker) -> list[Probe]:

@@ -1,9 +1,11 @@
-"""Stage 5: assemble the report (SPEC section 4) as plain JSON-ready data, and validate it."""
+"""Stage 5: assemble the report (SPEC section 4) as a typed model, rendered to its JSON form and
+validated against the shipped schema."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -23,34 +25,105 @@ def _clean(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 20] + " ... (truncated)"
 
 
-def misconception_entry(finding: Finding) -> dict[str, Any]:
-    row = BY_ID[finding.id]
-    return {
-        "id": row.id,
-        "title": row.title,
-        "explanation": row.explanation,
-        "evidence": _clean(finding.evidence, 16_000),
-        "question_bank": list(row.question_bank),
-    }
+@dataclass(frozen=True)
+class MisconceptionEntry:
+    id: str
+    title: str
+    explanation: str
+    evidence: str
+    question_bank: tuple[str, ...]
+
+    @classmethod
+    def of(cls, finding: Finding) -> MisconceptionEntry:
+        row = BY_ID[finding.id]
+        return cls(row.id, row.title, row.explanation, _clean(finding.evidence, 16_000),
+                   tuple(row.question_bank))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "explanation": self.explanation,
+                "evidence": self.evidence, "question_bank": list(self.question_bank)}
 
 
-def check_entry(check: CheckResult) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "id": check.id,
-        "category": check.category,
-        "passed": check.passed,
-        "points": check.points,
-        "max_points": check.max_points,
-        "message": _clean(check.message),
-        "question_bank": list(check.question_bank),
-    }
-    if check.hidden:
-        entry["hidden"] = True
-    return entry
+@dataclass(frozen=True)
+class CheckEntry:
+    id: str
+    category: str
+    passed: bool
+    points: float
+    max_points: float
+    message: str
+    question_bank: tuple[str, ...] = ()
+    hidden: bool = False
+
+    @classmethod
+    def of(cls, check: CheckResult) -> CheckEntry:
+        return cls(check.id, check.category, check.passed, check.points, check.max_points,
+                   _clean(check.message), tuple(check.question_bank), check.hidden)
+
+    def to_dict(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "id": self.id, "category": self.category, "passed": self.passed,
+            "points": self.points, "max_points": self.max_points, "message": self.message,
+            "question_bank": list(self.question_bank),
+        }
+        if self.hidden:
+            entry["hidden"] = True
+        return entry
 
 
-def error_entry(error: GraderError) -> dict[str, Any]:
-    return {"kind": error.kind, "message": _clean(error.message)}
+@dataclass(frozen=True)
+class ErrorEntry:
+    kind: str
+    message: str
+
+    @classmethod
+    def of(cls, error: GraderError) -> ErrorEntry:
+        return cls(error.kind, _clean(error.message))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Report:
+    """The report, typed; ``to_dict`` gives the schema's JSON form (SPEC section 4), which is
+    what every renderer and every user of ``grade()`` reads."""
+
+    assignment: str
+    status: str  # "graded" or "error"
+    score: float
+    max_score: float
+    misconceptions: tuple[MisconceptionEntry, ...] = ()
+    checks: tuple[CheckEntry, ...] = ()
+    errors: tuple[ErrorEntry, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "assignment": self.assignment,
+            "status": self.status,
+            "score": self.score,
+            "max_score": self.max_score,
+            "misconceptions": [m.to_dict() for m in self.misconceptions],
+            "checks": [c.to_dict() for c in self.checks],
+            "errors": [e.to_dict() for e in self.errors],
+            "metadata": self.metadata,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Report:
+        """A report read back from its JSON form (``batch`` reads earlier reports)."""
+        return cls(
+            data["assignment"], data["status"], data["score"], data["max_score"],
+            tuple(MisconceptionEntry(m["id"], m["title"], m["explanation"], m["evidence"],
+                                     tuple(m["question_bank"])) for m in data["misconceptions"]),
+            tuple(CheckEntry(c["id"], c["category"], c["passed"], c["points"], c["max_points"],
+                             c["message"], tuple(c["question_bank"]), c.get("hidden", False))
+                  for c in data["checks"]),
+            tuple(ErrorEntry(e["kind"], e["message"]) for e in data["errors"]),
+            dict(data.get("metadata", {})),
+        )
 
 
 def call_errors(probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
@@ -84,23 +157,16 @@ def call_errors(probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
 def build(*, assignment: str, status: str, score: float, max_score: float,
           findings: Sequence[Finding] = (), checks: Sequence[CheckResult] = (),
           errors: Sequence[GraderError] = (), metadata: dict[str, Any] | None = None
-          ) -> dict[str, Any]:
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "assignment": assignment,
-        "status": status,
-        "score": round(float(score), 4),
-        "max_score": round(float(max_score), 4),
-        "misconceptions": [misconception_entry(f) for f in findings],
-        "checks": [check_entry(c) for c in checks],
-        "errors": [error_entry(e) for e in errors],
-        "metadata": metadata or {},
-    }
+          ) -> Report:
+    return Report(assignment, status, round(float(score), 4), round(float(max_score), 4),
+                  tuple(MisconceptionEntry.of(f) for f in findings),
+                  tuple(CheckEntry.of(c) for c in checks),
+                  tuple(ErrorEntry.of(e) for e in errors), metadata or {})
 
 
 @cache
 def schema() -> dict[str, Any]:
-    text = resources.files("grader").joinpath("schema", "report.schema.json").read_text()
+    text = (resources.files("grader") / "schema" / "report.schema.json").read_text()
     return dict(json.loads(text))
 
 

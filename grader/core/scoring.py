@@ -8,7 +8,7 @@ after the call and at a second call.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -111,35 +111,56 @@ def score_checks(assignment: Assignment, probes: Sequence[Probe],
     verdicts = concepts.evaluate(assignment.task.concepts, by_id)
     concept_verdicts = {c.id: (c, ok, msg) for c, ok, msg in verdicts}
     results: list[CheckResult] = []
-    any_output = any(o.ok for o in outcomes)
     for spec in rubric(assignment.id)["checks"]:
         check_id, points = spec["id"], float(spec["points"])
         if spec["category"] == "reference":
             results.append(_reference_check(spec, assignment, probes, outcomes, mismatches))
-            continue
-        if check_id == "returns-arrays":
-            ok_count = sum(o.ok for o in outcomes)
-            passed = ok_count == len(outcomes)
-            message = (f"{ok_count} / {len(outcomes)} calls returned a numeric array."
-                       + ("" if passed else " " + _first_failure(outcomes)))
-            earned = partial_credit(points, ok_count, len(outcomes))
-            results.append(CheckResult(check_id, "interface", passed, round(earned, 4), points,
-                                       message))
-            continue
-        if check_id == "inputs-unchanged":
-            passed, message = _inputs_unchanged(assignment, probes, outcomes)
-            passed = passed and any_output
-        elif check_id == "same-result-twice":
-            passed, message = _same_twice(probes, outcomes)
+        elif check_id in CONTRACT_CHECKS:
+            results.append(CONTRACT_CHECKS[check_id](spec, assignment, probes, outcomes))
         else:
             concept, passed, message = concept_verdicts[check_id]
             results.append(CheckResult(check_id, "probe", passed, points if passed else 0.0,
                                        points, f"{concept.title}: {message}",
                                        concept.question_bank))
-            continue
-        results.append(CheckResult(check_id, spec["category"], passed,
-                                   points if passed else 0.0, points, message))
     return results
+
+
+def _returns_arrays(spec: dict[str, Any], assignment: Assignment, probes: Sequence[Probe],
+                    outcomes: Sequence[CallOutcome]) -> CheckResult:
+    points = float(spec["points"])
+    ok_count = sum(o.ok for o in outcomes)
+    passed = ok_count == len(outcomes)
+    message = (f"{ok_count} / {len(outcomes)} calls returned a numeric array."
+               + ("" if passed else " " + _first_failure(outcomes)))
+    earned = partial_credit(points, ok_count, len(outcomes))
+    return CheckResult(spec["id"], "interface", passed, round(earned, 4), points, message)
+
+
+def _inputs_unchanged_check(spec: dict[str, Any], assignment: Assignment,
+                            probes: Sequence[Probe], outcomes: Sequence[CallOutcome]
+                            ) -> CheckResult:
+    passed, message = _inputs_unchanged(assignment, probes, outcomes)
+    passed = passed and any(o.ok for o in outcomes)
+    points = float(spec["points"])
+    return CheckResult(spec["id"], spec["category"], passed, points if passed else 0.0, points,
+                       message)
+
+
+def _same_twice_check(spec: dict[str, Any], assignment: Assignment, probes: Sequence[Probe],
+                      outcomes: Sequence[CallOutcome]) -> CheckResult:
+    passed, message = _same_twice(probes, outcomes)
+    points = float(spec["points"])
+    return CheckResult(spec["id"], spec["category"], passed, points if passed else 0.0, points,
+                       message)
+
+
+#: the rubric checks on the function's contract rather than on a concept of the question banks
+CONTRACT_CHECKS: dict[str, Callable[[dict[str, Any], Assignment, Sequence[Probe],
+                                     Sequence[CallOutcome]], CheckResult]] = {
+    "returns-arrays": _returns_arrays,
+    "inputs-unchanged": _inputs_unchanged_check,
+    "same-result-twice": _same_twice_check,
+}
 
 
 def _first_failure(outcomes: Sequence[CallOutcome]) -> str:

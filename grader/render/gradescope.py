@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from grader.model import GRADESCOPE_VISIBILITIES as VISIBILITIES
+from grader.config import GRADESCOPE_VISIBILITIES as VISIBILITIES
 from grader.render import markdown
 
 __all__ = ["VISIBILITIES", "render"]

@@ -93,7 +93,7 @@ def _outcome(probe: Probe, header: dict[str, Any], blob: bytes) -> CallOutcome:
         weights=arrays.get("weights"),
         repeat_output=arrays.get("repeat"),
         inputs_after=inputs,
-        seconds=float(seconds) if type(seconds) in (int, float) else 0.0,
+        seconds=float(seconds) if isinstance(seconds, (int, float)) else 0.0,
     )
 
 

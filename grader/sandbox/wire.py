@@ -10,6 +10,7 @@ other in ``tests/test_sandbox.py``.
 from __future__ import annotations
 
 import json
+import os
 import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -63,6 +64,31 @@ class FrameReader:
             frames.append((header, blob))
         return frames
 
+
+# -- the child's side: blocking reads of the requests --------------------------------------
+
+def read_exact(fd: int, count: int) -> bytes:
+    chunks = []
+    while count:
+        chunk = os.read(fd, min(count, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        count -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(fd: int) -> tuple[dict[str, Any], bytes]:
+    """One request frame, read whole (EOFError when the grader is gone)."""
+    magic, header_len, blob_len = PREFIX.unpack(read_exact(fd, PREFIX.size))
+    if magic != MAGIC:
+        raise EOFError
+    header = json.loads(read_exact(fd, header_len))
+    return header, read_exact(fd, blob_len)
+
+
+
+# -- the grader's side: the calls out, the arrays back ---------------------------------------
 
 def encode_calls(function: str, probes: Sequence[Probe]) -> bytes:
     import numpy as np

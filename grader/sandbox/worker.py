@@ -10,7 +10,6 @@ import builtins
 import ctypes
 import importlib.util
 import io
-import json
 import os
 import resource
 import signal
@@ -83,25 +82,6 @@ class _CappedStream(io.TextIOBase):
 
     def flush(self):
         pass
-
-
-def read_exact(fd, count):
-    chunks = []
-    while count:
-        chunk = _read(fd, min(count, 1 << 20))
-        if not chunk:
-            raise EOFError
-        chunks.append(chunk)
-        count -= len(chunk)
-    return b"".join(chunks)
-
-
-def read_frame(fd):
-    magic, header_len, blob_len = wire.PREFIX.unpack(read_exact(fd, wire.PREFIX.size))
-    if magic != wire.MAGIC:
-        raise EOFError
-    header = json.loads(read_exact(fd, header_len))
-    return header, read_exact(fd, blob_len)
 
 
 class Channel:
@@ -314,114 +294,13 @@ def run_call(function, call, arrays, blob):
 
 def main():
     if sys.argv[1] == "--zygote":
-        zygote(int(sys.argv[2]))
+        _load("_ag_zygote", "zygote.py").serve_forks(int(sys.argv[2]), serve, apply_limits)
         return
     serve(int(sys.argv[1]), int(sys.argv[2]))
 
 
-def zygote(control_fd):
-    """A pre-warmed fork server for batch grading: NumPy is imported once, here, and every
-    submission runs in a fresh fork of this clean process (no grader code is ever loaded in it).
-
-    Requests arrive on a SOCK_SEQPACKET socket with the run's three fds (request, result, stdout)
-    attached; answers are ``spawned`` (with the pid) and ``exited`` (with the return code).
-    """
-    import socket
-
-    process_hygiene = _load("_ag_processes", "processes.py")  # standard library only
-    apply_limits({})  # only the death signal: the zygote dies with the grader
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: escaped grandchildren come back here
-    libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no fork can reach our /proc/<pid>/mem
-    control = socket.socket(fileno=control_fd)
-    running = set()
-
-    def report_exits():
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            if pid in running:
-                running.discard(pid)
-                code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-                control.send(json.dumps({"op": "exited", "pid": pid, "code": code}).encode())
-
-    import select as _select
-
-    while True:
-        ready, _, _ = _select.select([control], [], [], 0.02)
-        report_exits()
-        if not ready:
-            continue
-        try:
-            message, fds, _, _ = socket.recv_fds(control, 1 << 16, 3)
-        except OSError:
-            return
-        if not message:
-            return
-        request = json.loads(message)
-        if request["op"] == "spawn":
-            pid = os.fork()
-            if pid == 0:
-                _forked_run(control, request, fds)
-            for fd in fds:
-                os.close(fd)
-            running.add(pid)
-            control.send(json.dumps({"op": "spawned", "pid": pid}).encode())
-        elif request["op"] == "sweep":  # kill what a finished run left adopted by us
-            for child in process_hygiene.own_children():
-                if child not in running:
-                    try:
-                        os.kill(child, signal.SIGKILL)
-                    except OSError:
-                        pass
-            report_exits()
-            _reap_others(running)
-            control.send(json.dumps({"op": "swept"}).encode())
-
-
-def _reap_others(running):
-    for _ in range(100):
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0 or pid in running:
-            return
-
-
-def _forked_run(control, request, fds):
-    """In the fork: become a fresh session with the run's fds, directory and environment."""
-    try:
-        control.close()
-        request_fd, result_fd, out_fd = fds
-        os.setsid()
-        for signum in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, signal.SIG_DFL)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(out_fd, 1)
-        os.dup2(out_fd, 2)
-        keep = sorted({0, 1, 2, request_fd, result_fd})
-        for low, high in zip(keep, keep[1:] + [1 << 16]):
-            os.closerange(low + 1, high)
-        os.chdir(request["cwd"])
-        # dumpable again (the server is not) until confinement: a user namespace's id maps are
-        # written through our /proc entries, which are root's in a process that is not
-        ctypes.CDLL(None, use_errno=True).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
-        os.environ.clear()
-        os.environ.update(request["env"])
-        serve(request_fd, result_fd)
-    except BaseException:  # noqa: BLE001 - a fork must never return into the server loop
-        os._exit(70)
-    os._exit(0)
-
-
 def serve(request_fd, result_fd):
-    setup, _ = read_frame(request_fd)
+    setup, _ = wire.read_frame(request_fd)
     channel = Channel(result_fd, setup["nonce"])
     _student_files.add(setup["filename"])
     apply_limits(setup["limits"])
@@ -457,7 +336,7 @@ def serve(request_fd, result_fd):
     channel.send({"type": "loaded", "fatal": fatal, "errors": cell_errors,
                   "functions": functions, "tripped": list(tripped)})
     try:
-        request, blob = read_frame(request_fd)
+        request, blob = wire.read_frame(request_fd)
     except EOFError:
         return
     function = module.__dict__.get(request["function"])

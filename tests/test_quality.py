@@ -1,0 +1,146 @@
+"""Fast checks of the catalogue, the registry and the evidence, with no child process: every
+catalogued mistake graded in-process is named exactly; every assignment entry is complete."""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from grader import registry
+from grader.core.assignments import Assignment, get
+from grader.core.scoring import CONTRACT_CHECKS
+from grader.notebook import grade_function
+from reference import catalogue
+
+#: deviations that compute exactly what another row's does, on every input, so no probe can
+#: tell them apart: the name given instead, and why it is as right
+DECLARED_TIES = {
+    # V = X_kv @ W_k is K itself: "you blend the keys, not the values" says it exactly
+    ("multi_head_attention", "proj_matrices", "qkk"): "blend-keys",
+}
+
+
+def _deviations() -> list[tuple[str, str, str]]:
+    return [(aid, knob, choice) for aid in registry.ids()
+            for knob, choice in catalogue.deviations(get(aid).task.name)]
+
+
+def _student(assignment: Assignment, recipe: dict[str, str]) -> Callable[..., Any]:
+    """A submission that makes exactly the recipe's mistakes."""
+    def function(*args: Any) -> Any:
+        output, weights = assignment.variant(recipe, *args)
+        return output if weights is None else (output, weights)
+
+    function.__name__ = assignment.function
+    return function
+
+
+@pytest.mark.parametrize("assignment_id,knob,choice", _deviations())
+def test_every_catalogued_mistake_is_named_exactly(assignment_id: str, knob: str,
+                                                   choice: str) -> None:
+    assignment = get(assignment_id)
+    report = grade_function(_student(assignment, {knob: choice}), assignment_id)
+    named = sorted(m["id"] for m in report["misconceptions"])
+    tie = DECLARED_TIES.get((assignment_id, knob, choice))
+    expected = [tie] if tie else sorted(catalogue.ids_for(assignment.task.name, {knob: choice}))
+    assert named == expected
+    assert report["score"] < report["max_score"]
+
+
+def test_declared_ties_are_still_ties() -> None:
+    """A tie that a new probe breaks must leave the list (its row is then named directly)."""
+    for (assignment_id, knob, choice), name in DECLARED_TIES.items():
+        assignment = get(assignment_id)
+        report = grade_function(_student(assignment, {knob: choice}), assignment_id)
+        assert [m["id"] for m in report["misconceptions"]] == [name]
+        assert catalogue.ids_for(assignment.task.name, {knob: choice}) != (name,)
+
+
+@pytest.mark.parametrize("assignment_id", registry.ids())
+def test_each_assignment_entry_is_complete(assignment_id: str) -> None:
+    info = registry.get(assignment_id)
+    assignment = get(assignment_id)
+    assert info.function in info.signature and info.arg_names
+    assert len(info.arg_names) == len(re.findall(r"\w+(?:=[^,)]*)?(?=[,)])",
+                                                 info.signature.split("(", 1)[1]))
+    assert info.summary and info.conventions
+    probes = assignment.probes()
+    tags = set().union(*(p.tags for p in probes))
+    concept_ids = {c.id for c in assignment.task.concepts}
+    rubric = registry.rubric(assignment_id)
+    assert rubric["assignment"] == assignment_id
+    for check in rubric["checks"]:
+        if check["category"] == "reference":
+            selector = check["probes"]
+            assert set(selector.get("all", [])) | set(selector.get("none", [])) <= tags, check
+            assert any(set(selector.get("all", [])) <= p.tags
+                       and not set(selector.get("none", [])) & p.tags for p in probes), check
+        else:
+            assert check["id"] in CONTRACT_CHECKS or check["id"] in concept_ids, check
+    probe_ids = {p.id for p in probes}
+    for concept in assignment.task.concepts:
+        assert set(concept.needs) <= probe_ids, concept.id
+    assert abs(sum(c["points"] for c in rubric["checks"]) - rubric["max_score"]) < 1e-9
+
+
+def test_inference_order_is_unambiguous() -> None:
+    infos = registry.inference_order()
+    assert len({i.inference_priority for i in infos}) == len(infos)
+    assert len({i.function for i in infos}) == len(infos)
+
+
+def test_unknown_assignment_names_the_known_ones() -> None:
+    with pytest.raises(KeyError, match="softmax"):
+        registry.get("atention")
+
+
+@pytest.mark.parametrize("assignment_id", registry.ids())
+def test_every_evidence_sentence_fills_all_its_fields(assignment_id: str) -> None:
+    """Each row's sentence formats with the fields of its task, on every probe: no braces left."""
+    assignment = get(assignment_id)
+    task = assignment.task.name
+    for row in catalogue.CATALOGUE:
+        if row.variants and not any(task in v.tasks for v in row.variants):
+            continue
+        recipe = {v.knob: v.choice for v in row.variants[:1] if task in v.tasks}
+        wanted = {field for _, field, _, _ in string.Formatter().parse(row.fingerprint) if field}
+        for probe in assignment.probes():
+            fields = {**assignment.task.evidence_fields(probe, recipe), "input": "an input"}
+            assert wanted <= set(fields), (row.id, wanted - set(fields))
+            text = row.fingerprint.format(**fields)
+            assert "{" not in text and "}" not in text, (row.id, text)
+
+
+def test_the_typed_report_round_trips_through_its_json_form() -> None:
+    from grader.core.report import Report, validate
+
+    assignment = get("attention")
+    for recipe in ({}, {"scale": "dk"}, {"mask": "inverted", "scale": "none"}):
+        report = grade_function(_student(assignment, recipe), "attention")
+        validate(report)
+        assert Report.from_dict(report).to_dict() == report
+
+
+@pytest.mark.parametrize("actual,expected,words", [
+    ([[0.5, 0.5]], [[0.5, 0.5]], ""),
+    ([[0.5, 0.5]], [[0.5, 0.5], [0.2, 0.8]], "output shape (1, 2) does not match the expected (2, 2)."),
+    ([[0.5, float("nan")]], [[0.5, 0.5]], "output has 1 NaN/inf value(s) where finite values are "
+                                          "expected (first at index (0, 1): nan, expected 0.5)."),
+    ([[0.5, 0.75]], [[0.5, 0.5]], "output: 1 / 2 elements differ (50.0%); greatest absolute "
+                                  "difference 0.25 at index (0, 1)"),
+])
+def test_mismatch_messages_say_what_came_what_was_expected_and_where(
+        actual: list[list[float]], expected: list[list[float]], words: str) -> None:
+    import numpy as np
+
+    from grader.core.compare import mismatch_message, tolerance_for
+
+    got, want = np.array(actual), np.array(expected)
+    message = mismatch_message(got, want, tolerance_for(got, want))
+    assert message.startswith(words) if words else message == ""
+    if "differ" in words:
+        assert message.endswith("got 0.75, expected 0.5.")
