@@ -1,7 +1,10 @@
 """Speed of `attention-grader grade`, as ratios against `python -c "import numpy"` in the same run.
 
 Targets (issue #2): a .py grade <= 3x the numpy import, a notebook <= 4x, and the whole
-diagnosis of a wrong submission (all variants on all probes) under 50 ms.
+diagnosis of a wrong submission (all variants on all probes) under 50 ms. A course's interface
+(issue "course interfaces") may add at most 5 ms per submission for a NumPy course: measured
+in-process, the conversions of every probe's arguments and results plus the choice of the
+probes the interface can express, against the built-in assignment.
 Run: python bench/bench_grade.py [--repeat N]
 """
 
@@ -58,6 +61,62 @@ def diagnosis_seconds(path: Path, repeat: int) -> tuple[float, list[str]]:
     return statistics.median(times), ids
 
 
+COURSE = """\
+id = "bench-course"
+task = "attention"
+function = "attend"
+signature = "attend(keys, queries, values, blocked=None)"
+[interface]
+parameters = ["K", "Q", "V", "mask"]
+mask = "block"
+returns = "weights-output"
+batch = "one"
+"""
+
+
+def adapter_overhead_seconds(repeat: int) -> float:
+    """Per submission: (probes + calls through a NumPy course's interface) - (the built-in's)."""
+    import numpy as np
+
+    from grader import registry
+    from grader.core.assignments import Assignment, get
+    from grader.sandbox import interface
+    from grader.sandbox.returns import check_binding, to_arrays
+    from reference import scaled_dot_product_attention as sdpa
+
+    def course_function(keys, queries, values, blocked=None):
+        output, weights = sdpa(queries, keys, values, None if blocked is None else ~blocked)
+        return weights, output
+
+    def plain(Q, K, V, mask=None):
+        return sdpa(Q, K, V, mask)
+
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "assignment.toml").write_text(COURSE)
+        info = registry.get(folder)
+        course = Assignment(info, get("attention").task)
+        builtin = get("attention")
+
+        def run(assignment: Assignment, function: object) -> None:
+            calling = assignment.calling() or {}
+            invoke = interface.invoker(function, calling.get("interface"), calling.get("task"),
+                                       to_arrays, check_binding)
+            for probe in assignment.probes():
+                invoke([np.array(a) if isinstance(a, np.ndarray) else a for a in probe.args])
+
+        times = {}
+        for name, assignment, function in (("builtin", builtin, plain),
+                                           ("course", course, course_function)):
+            run(assignment, function)  # warm
+            samples = []
+            for _ in range(max(repeat, 5)):
+                started = time.perf_counter()
+                run(assignment, function)
+                samples.append(time.perf_counter() - started)
+            times[name] = statistics.median(samples)
+    return times["course"] - times["builtin"]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=7)
@@ -88,6 +147,11 @@ def main() -> int:
     failed |= not ok
     print(f"{'diagnosis, all variants on all probes':38} {diagnosis * 1000:8.1f} ms  "
           f"(target < 50 ms) {'ok' if ok else 'SLOW'}  -> {ids}")
+    overhead = adapter_overhead_seconds(args.repeat)
+    ok = overhead <= 0.005
+    failed |= not ok
+    print(f"{'course interface (NumPy), per submission':38} {overhead * 1000:8.2f} ms  "
+          f"(target <= 5 ms beyond the built-in) {'ok' if ok else 'SLOW'}")
     return 1 if failed else 0
 
 

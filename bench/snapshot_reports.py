@@ -48,12 +48,16 @@ def main() -> int:
         arguments.out.write_text(json.dumps(reports, indent=1, sort_keys=True) + "\n")
     if arguments.compare:
         before = json.loads(arguments.compare.read_text())
-        changed = sorted(k for k in before.keys() | reports.keys()
-                         if before.get(k) != reports.get(k))
+        changed = sorted(k for k in before.keys() & reports.keys() if before[k] != reports[k])
+        missing = sorted(before.keys() - reports.keys())
         for key in changed:
             print(f"changed: {key}")
-        print(f"{len(reports)} reports, {len(changed)} changed")
-        return 1 if changed else 0
+        for key in missing:
+            print(f"missing: {key}")
+        new = len(reports.keys() - before.keys())
+        print(f"{len(reports)} reports: {len(changed)} changed, {len(missing)} missing, "
+              f"{new} new (fixtures added since)")
+        return 1 if changed or missing else 0
     print(f"{len(reports)} reports")
     return 0
 

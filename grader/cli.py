@@ -23,6 +23,25 @@ from grader.model import DEFAULT_SEED
 
 ASSIGNMENT_IDS = list(registry.ids())
 
+
+class AssignmentType(click.ParamType):
+    """An assignment: a built-in or preset ID, or the path of a course's own assignment folder."""
+
+    name = "ASSIGNMENT"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> str:
+        if registry.exists(str(value)):
+            return str(value)
+        import difflib
+
+        close = difflib.get_close_matches(str(value), ASSIGNMENT_IDS, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        self.fail(f"{value!r} is neither an assignment ID ({', '.join(ASSIGNMENT_IDS)}) nor a "
+                  f"folder with an {registry.INTERFACE_FILE}.{hint}", param, ctx)
+
+
+ASSIGNMENT = AssignmentType()
+
 FORMATS = ("json", "text", "gradescope", "github", "markdown", "html")
 
 
@@ -50,7 +69,7 @@ def _limits(timeout: float | None, import_timeout: float | None, total_timeout: 
 _submission_argument = click.argument(
     "submission", type=click.Path(exists=True, dir_okay=False, readable=True, path_type=Path))
 _assignment_option = click.option(
-    "--assignment", "-a", type=click.Choice(ASSIGNMENT_IDS), default=None,
+    "--assignment", "-a", type=ASSIGNMENT, default=None,
     help="Assignment ID; inferred from the functions the submission defines when omitted.")
 
 
@@ -135,7 +154,8 @@ def check(submission: Path, assignment: str | None, fmt: str, **options: Any) ->
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--assignment", "-a", type=click.Choice(ASSIGNMENT_IDS), required=True)
+@click.option("--assignment", "-a", type=ASSIGNMENT, required=True,
+              help="Assignment ID, or the path of a course's own assignment folder.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Folder for one report per submission, summary.csv/json/md and report.html.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
@@ -184,7 +204,7 @@ def batch(paths: tuple[str, ...], assignment: str, out_dir: Path, jobs: int | No
 
 
 @main.command("gradescope-zip")
-@click.argument("assignment", type=click.Choice(ASSIGNMENT_IDS))
+@click.argument("assignment", type=ASSIGNMENT)
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("autograder.zip"), show_default=True)
 @click.option("--seed", type=int, default=None,
@@ -207,7 +227,7 @@ def gradescope_zip(assignment: str, output: Path, seed: int | None,
 
 
 @main.command()
-@click.argument("assignment", type=click.Choice(ASSIGNMENT_IDS))
+@click.argument("assignment", type=ASSIGNMENT)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
               required=True, help="Folder for the kit (e.g. a new template repository).")
 def starter(assignment: str, out_dir: Path) -> None:
@@ -220,9 +240,47 @@ def starter(assignment: str, out_dir: Path) -> None:
 
 @main.command()
 def assignments() -> None:
-    """List the assignments and their function signatures."""
-    for spec in registry.inference_order():
-        click.echo(f"{spec.id:22} {spec.signature}\n{'':22} {spec.summary}")
+    """List the built-in assignments and the course presets, with their signatures."""
+    shipped = list(registry.shipped().values())
+    for title, kind in (("Built-in (SPEC)", "builtin"), ("Course presets", "preset")):
+        click.echo(f"{title}:")
+        for spec in (s for s in shipped if s.kind == kind):
+            click.echo(f"  {spec.id:32} {spec.signature}")
+            click.echo(f"  {'':32} {spec.course or spec.summary}")
+    click.echo("\nA course's own assignment: attention-grader new-assignment --from PRESET "
+               "--out DIR, edit DIR/assignment.toml, then --assignment DIR everywhere.")
+
+
+@main.command("new-assignment")
+@click.option("--from", "preset", type=click.Choice(ASSIGNMENT_IDS), required=True,
+              help="The built-in assignment or preset to start from.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              required=True, help="The new assignment folder (must not exist yet).")
+@click.option("--id", "new_id", default=None, help="Its ID (default: the folder's name).")
+def new_assignment(preset: str, out_dir: Path, new_id: str | None) -> None:
+    """Write a course's own assignment folder, to edit: its interface and its rubric."""
+    if out_dir.exists():
+        raise click.UsageError(f"{out_dir} exists already; choose a new folder.")
+    source = registry.get(preset)
+    text = (source.folder / registry.INTERFACE_FILE).read_text(encoding="utf-8")
+    wanted = new_id or out_dir.name
+    lines = [f'id = "{wanted}"' if line.startswith("id = ") else
+             'kind = "course"' if line.startswith("kind = ") else line
+             for line in text.splitlines()]
+    if not any(line.startswith("kind = ") for line in lines):
+        lines.insert(next(i for i, line in enumerate(lines) if line.startswith("id = ")) + 1,
+                     'kind = "course"')
+    out_dir.mkdir(parents=True)
+    header = (f"# A course's own assignment, started from `{preset}` "
+              f"(attention-grader new-assignment).\n# Edit the interface to match your starter "
+              f"code; see the README, \"Adapting the grader to your course\".\n")
+    (out_dir / registry.INTERFACE_FILE).write_text(header + "\n".join(lines) + "\n")
+    rubric = registry.rubric_of(source)
+    write_atomically(out_dir / registry.RUBRIC_FILE,
+                     json.dumps({**rubric, "assignment": wanted}, indent=2) + "\n")
+    registry.get(str(out_dir))  # it must read back
+    click.echo(f"wrote {out_dir}/{registry.INTERFACE_FILE} and {registry.RUBRIC_FILE}; grade with "
+               f"--assignment {out_dir}")
 
 
 @main.command()

@@ -34,7 +34,7 @@ def main() -> int:
     submission = Path(os.environ.get("SUBMISSION", "").strip() or ".")
     assignment = os.environ.get("ASSIGNMENT", "").strip() or None
     problems = []
-    if assignment is not None and assignment not in registry.ids():
+    if assignment is not None and not registry.exists(assignment):
         problems.append(f"unknown assignment {assignment!r} (known: {', '.join(registry.ids())})")
     if not submission.is_file():
         problems.append(f"the submission {str(submission)!r} is not a file in the repository")

@@ -117,16 +117,20 @@ def _copy_package(name: str, destination: Path) -> None:
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "_assignments"))
 
 
-def write_bundle(destination: Path) -> None:
-    """An installable copy of the grader in ``destination`` (pip install DESTINATION works)."""
+def write_bundle(destination: Path, extra: registry.AssignmentInfo | None = None) -> None:
+    """An installable copy of the grader in ``destination`` (pip install DESTINATION works),
+    with every shipped assignment and, when given, a course's own (``extra``)."""
     destination.mkdir(parents=True, exist_ok=True)
     _copy_package("grader", destination)
     _copy_package("reference", destination)
-    for info in registry.inference_order():
+    for info in [*registry.shipped().values(), *([extra] if extra else [])]:
         target = destination / "assignments" / info.id
         target.mkdir(parents=True, exist_ok=True)
         for name in (registry.INTERFACE_FILE, registry.RUBRIC_FILE):
-            (target / name).write_text((info.folder / name).read_text(encoding="utf-8"))
+            if name == registry.RUBRIC_FILE:  # (a course folder may use its task's rubric)
+                (target / name).write_text(json.dumps(registry.rubric_of(info), indent=2))
+            else:
+                (target / name).write_text((info.folder / name).read_text(encoding="utf-8"))
     (destination / "assignments" / "__init__.py").write_text("")
     (destination / "pyproject.toml").write_text(_project_toml())
 
@@ -139,12 +143,14 @@ def build_zip(assignment: str, output: Path, *, seed: int | None = None,
     Without ``seed``, a random secret seed is drawn: the probes on Gradescope then have values no
     student saw locally, so memorised outputs earn nothing, while correct code scores the same.
     """
-    if assignment not in registry.ids():
+    if not registry.exists(assignment):
         raise ValueError(f"unknown assignment {assignment!r}")
+    info = registry.get(assignment)
+    extra = None if info.id in registry.shipped() else info
     if hidden_visibility not in VISIBILITIES:
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}")
     config = {
-        "assignment": assignment,
+        "assignment": info.id,
         "seed": secrets.randbelow(2**31 - 1) + 1 if seed is None else int(seed),
         "hidden_visibility": hidden_visibility,
         "packages": list(packages),
@@ -153,13 +159,13 @@ def build_zip(assignment: str, output: Path, *, seed: int | None = None,
                         if packages else "")
     with tempfile.TemporaryDirectory() as scratch:
         bundle = Path(scratch) / BUNDLE_DIR
-        write_bundle(bundle)
+        write_bundle(bundle, extra)
         output.parent.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(output, "w", zipfile.ZIP_DEFLATED) as archive:
             for name, text in (("setup.sh", setup), ("run_autograder", RUN_AUTOGRADER)):
-                info = zipfile.ZipInfo(name)
-                info.external_attr = 0o755 << 16
-                archive.writestr(info, text)
+                entry = zipfile.ZipInfo(name)
+                entry.external_attr = 0o755 << 16
+                archive.writestr(entry, text)
             archive.writestr(CONFIG_NAME, json.dumps(config, indent=2) + "\n")
             for path in sorted(bundle.rglob("*")):
                 if path.is_file():

@@ -18,8 +18,9 @@ else:
 DEFAULT_SEED = 0
 
 
-#: SPEC section 4 ``errors[].kind``, and ``isolation-unavailable`` (the submission was not run:
-#: no filesystem isolation here, see ``--unsafe-no-fs-isolation``)
+#: SPEC section 4 ``errors[].kind``, and two more: ``isolation-unavailable`` (the submission was
+#: not run: no filesystem isolation here, see ``--unsafe-no-fs-isolation``) and
+#: ``missing-dependency`` (it imports a package this environment lacks)
 ERROR_KINDS = (
     "syntax-error",
     "missing-function",
@@ -33,6 +34,7 @@ ERROR_KINDS = (
     "forbidden-import",
     "crashed",
     "isolation-unavailable",
+    "missing-dependency",
 )
 
 

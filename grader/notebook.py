@@ -30,10 +30,22 @@ class _CallTimeout(BaseException):
 
 
 class Feedback:
-    """The report of a notebook check; shows itself as HTML in Jupyter and as text elsewhere."""
+    """What ``check()`` returns: the score, the misconceptions, every check, and the whole
+    report (``.report``, a dict). Shows itself as HTML in Jupyter and as text elsewhere
+    (``str(feedback)``); ``repr`` is one line."""
 
     def __init__(self, report: dict[str, Any]) -> None:
         self.report = report
+        self._just_shown = False
+
+    @property
+    def checks(self) -> list[dict[str, Any]]:
+        return list(self.report["checks"])
+
+    @property
+    def passed(self) -> bool:
+        """Full marks and no misconception."""
+        return self.score >= self.max_score and not self.misconceptions
 
     @property
     def score(self) -> float:
@@ -47,15 +59,28 @@ class Feedback:
     def misconceptions(self) -> list[str]:
         return [m["id"] for m in self.report["misconceptions"]]
 
-    def __repr__(self) -> str:
+    def __str__(self) -> str:
         from grader.render import text
 
         return text.render(self.report)
+
+    def __repr__(self) -> str:
+        found = ", ".join(self.misconceptions) or "none"
+        return (f"<Feedback {self.report['assignment']}: {self.score:g} / {self.max_score:g}, "
+                f"misconceptions: {found}>")
 
     def _repr_html_(self) -> str:
         from grader.render import html
 
         return html.render(self.report)
+
+    def _ipython_display_(self) -> None:
+        """Jupyter shows the value of a cell's last line: ``check(fn)`` has shown itself
+        already, so that once is skipped; shown again whenever asked for later."""
+        if self._just_shown:
+            self._just_shown = False
+            return
+        _show(self)
 
 
 def _copy_args(probe: Probe) -> tuple[list[Any], dict[int, Any]]:
@@ -99,7 +124,8 @@ def _with_deadline(seconds: float, call: Callable[[], Any]) -> Any:
 
 
 def call_probes(function: Callable[..., Any], probes: Sequence[Probe],
-                call_seconds: float = DEFAULT_LIMITS.call_seconds) -> list[CallOutcome]:
+                call_seconds: float = DEFAULT_LIMITS.call_seconds,
+                calling: dict[str, Any] | None = None) -> list[CallOutcome]:
     """Call ``function`` on every probe, in this process, with the sandbox's conventions.
 
     Warnings and NumPy floating-point errors behave as in the sandbox's fresh interpreter (shown,
@@ -110,25 +136,31 @@ def call_probes(function: Callable[..., Any], probes: Sequence[Probe],
 
     with warnings.catch_warnings(), np.errstate(divide="warn", over="warn", invalid="warn", under="ignore"):
         warnings.simplefilter("default")
-        return _call_each(function, probes, call_seconds)
+        return _call_each(function, probes, call_seconds, calling or {})
 
 
 def _call_each(function: Callable[..., Any], probes: Sequence[Probe],
-               call_seconds: float) -> list[CallOutcome]:
-    from grader.sandbox.returns import WrongReturn, check_binding
+               call_seconds: float, calling: dict[str, Any]) -> list[CallOutcome]:
+    from grader.sandbox import interface
+    from grader.sandbox.returns import WrongReturn, check_binding, to_arrays
 
+    spec, task = calling.get("interface"), calling.get("task")
+    invoke = interface.invoker(function, spec, task, to_arrays, check_binding)
     outcomes = []
     for probe in probes:
         args, made = _copy_args(probe)
-        problem = check_binding(function, args)
+        problem = check_binding(function, args) if interface.is_canonical(spec, task) else None
         if problem:
             outcomes.append(CallOutcome(probe.id, "wrong-signature", problem))
             continue
         started = time.perf_counter()
         try:
-            call = functools.partial(_returned_arrays, function, args)
+            call = functools.partial(invoke, args)
             output, weights = _with_deadline(call_seconds, call)
             repeat = _with_deadline(call_seconds, call)[0] if probe.repeat else None
+        except interface.InterfaceError as exc:
+            outcomes.append(CallOutcome(probe.id, "wrong-signature", str(exc)))
+            continue
         except WrongReturn as exc:
             outcomes.append(CallOutcome(probe.id, "wrong-shape", str(exc)))
             continue
@@ -150,16 +182,10 @@ def _call_each(function: Callable[..., Any], probes: Sequence[Probe],
     return outcomes
 
 
-def _returned_arrays(function: Callable[..., Any], args: list[Any]) -> tuple[Any, Any]:
-    from grader.sandbox.returns import to_arrays
-
-    return to_arrays(function(*args))
-
-
 def _assignment_for(target: Any, assignment: str | None) -> str:
     known = registry.ids()
     if assignment is not None:
-        if assignment not in known:
+        if not registry.exists(assignment):
             raise ValueError(f"unknown assignment {assignment!r}; known: {', '.join(known)}")
         return assignment
     name = target if isinstance(target, str) else getattr(target, "__name__", "")
@@ -185,7 +211,7 @@ def grade_function(function: Callable[..., Any], assignment: str, *,
     metadata = {**base_metadata(seed, name, spec.function),
                 "isolation": ["none: notebook self-check"]}
     probes = spec.probes(seed)
-    outcomes = call_probes(function, probes)
+    outcomes = call_probes(function, probes, calling=spec.calling())
     report = evaluate(spec, probes, outcomes, [], metadata)
     report["metadata"]["duration_seconds"] = round(time.monotonic() - started, 3)
     validate(report)
@@ -193,7 +219,7 @@ def grade_function(function: Callable[..., Any], assignment: str, *,
 
 
 def check(target: Callable[..., Any] | str | None = None, assignment: str | None = None, *,
-          seed: int = DEFAULT_SEED, display: bool = True) -> Feedback | None:
+          seed: int = DEFAULT_SEED, display: bool = True) -> Feedback:
     """Check your function against the grader's probes and show what it finds.
 
     ``check(scaled_dot_product_attention)`` grades that function; ``check("attention")`` finds
@@ -202,8 +228,10 @@ def check(target: Callable[..., Any] | str | None = None, assignment: str | None
     ``attention-grader check`` gives for the same code. Your function runs here, in your own
     kernel (the command-line grader runs it in an isolated process instead).
 
-    The feedback is shown (HTML in Jupyter, text elsewhere); with ``display=False`` it is returned
-    instead, as a ``Feedback`` with ``score``, ``misconceptions`` and the full ``report``.
+    The feedback is shown (HTML in Jupyter, text elsewhere; not with ``display=False``) and
+    returned as a ``Feedback``: ``r = check(fn); r.score, r.max_score, r.misconceptions,
+    r.checks, r.passed, r.report``. A course's own assignment: ``assignment=`` its preset ID or
+    folder.
     """
     if target is None or isinstance(target, str):
         caller = inspect.currentframe()
@@ -214,10 +242,10 @@ def check(target: Callable[..., Any] | str | None = None, assignment: str | None
     else:
         function, assignment_id = target, _assignment_for(target, assignment)
     feedback = Feedback(grade_function(function, assignment_id, seed=seed))
-    if not display:
-        return feedback
-    _show(feedback)
-    return None
+    if display:
+        _show(feedback)
+        feedback._just_shown = True
+    return feedback
 
 
 def _find_in(namespace: dict[str, Any], target: str | None,
@@ -244,7 +272,7 @@ def _show(feedback: Feedback) -> None:
         from IPython import get_ipython
         from IPython.display import HTML, display
     except ImportError:
-        print(repr(feedback))
+        print(feedback)
         return
     shell = get_ipython()
     in_kernel = shell is not None and (hasattr(shell, "kernel")  # Jupyter, VS Code, Colab
@@ -252,4 +280,4 @@ def _show(feedback: Feedback) -> None:
     if in_kernel:
         display(HTML(feedback._repr_html_()))
     else:  # a terminal IPython shows text
-        print(repr(feedback))
+        print(feedback)

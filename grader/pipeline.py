@@ -18,6 +18,7 @@ from grader.model import (
     RunInfo,
     printable_name,
 )
+from grader.sandbox.session import CallPlan
 from grader.version import __version__
 
 if TYPE_CHECKING:
@@ -98,7 +99,10 @@ def grade(path: str | Path, *, assignment: str | None = None, seed: int = DEFAUL
                   [entry.function for entry in registry.inference_order()])
         error = GraderError("missing-function",
                             missing_function_message(wanted, info.defined_functions))
-        return finish(error_report(chosen or "unknown", [error, *load_errors], metadata))
+        # an import that failed for want of a package is why the function is missing: first
+        first = [e for e in load_errors if e.kind == "missing-dependency"]
+        rest = [e for e in load_errors if e.kind != "missing-dependency"]
+        return finish(error_report(chosen or "unknown", [*first, error, *rest], metadata))
     from grader.core.assignments import get
 
     spec = get(chosen)
@@ -116,17 +120,18 @@ class _Plan:
         self.chosen: str | None = assignment
         self.probes: list[Probe] | None = None
 
-    def __call__(self, info: RunInfo) -> tuple[str, list[Probe]] | None:
+    def __call__(self, info: RunInfo) -> CallPlan | None:
         self.chosen = self.asked or infer_assignment(info.defined_functions)
         if info.fatal is not None or self.chosen is None:
             return None
-        function = registry.get(self.chosen).function
-        if function not in info.defined_functions:
+        entry = registry.get(self.chosen)
+        if entry.function not in info.defined_functions:
             return None
         from grader.core.assignments import get
 
-        self.probes = get(self.chosen).probes(self.seed)
-        return function, self.probes
+        assignment = get(self.chosen)
+        self.probes = assignment.probes(self.seed)
+        return CallPlan(entry.function, self.probes, assignment.calling())
 
 
 def grade_or_crashed(path: str | Path, *, assignment: str | None = None,
@@ -176,7 +181,20 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
         checks = [dataclasses.replace(c, hidden=c.category != "interface" or not c.passed)
                   for c in checks]
     score = sum(c.points for c in checks)
-    return build(assignment=spec.id, status="graded", score=score, max_score=max_score(spec),
+    coarse = sorted({o.output.dtype.name for o in outcomes if o.output is not None
+                     and o.output.dtype.kind == "f" and o.output.dtype.itemsize < 4})
+    if coarse:
+        metadata["precision_note"] = (
+            f"your function returned {', '.join(coarse)}, less precise than float32; its "
+            "answers were judged with float32's tolerances")
+    left_out = spec.left_out(metadata.get("seed", DEFAULT_SEED))
+    if left_out:
+        decided = {c.id for c in checks}
+        metadata["not_probed"] = [
+            {"check": c["id"], "why": "; ".join(sorted(set(left_out.values())))}
+            for c in spec.rubric()["checks"] if c["id"] not in decided]
+    return build(assignment=spec.id, status="graded", score=score,
+                 max_score=max_score(spec, probes), conventions=spec.interface.conventions(),
                  findings=findings, checks=checks, errors=errors, metadata=metadata).to_dict()
 
 
@@ -190,8 +208,9 @@ def error_report(assignment_id: str, errors: Sequence[GraderError],
     from grader.core.report import build
 
     total = 10.0  # (an assignment that could not even be told)
-    if assignment_id in registry.ids():
+    if registry.exists(assignment_id):
         total = float(registry.rubric(assignment_id)["max_score"])
+        assignment_id = registry.get(assignment_id).id
     return build(assignment=assignment_id, status="error", score=0.0, max_score=total,
                  errors=errors, metadata=metadata).to_dict()
 

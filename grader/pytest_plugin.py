@@ -114,7 +114,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if not path.is_file():
         raise pytest.UsageError(f"--attention-submission: {option} is not a file")
     assignment = _setting(config, "attention_assignment")
-    if assignment is not None and assignment not in registry.ids():
+    if assignment is not None and not registry.exists(assignment):
         raise pytest.UsageError(f"--attention-assignment: unknown assignment {assignment!r} "
                                 f"(known: {', '.join(registry.ids())})")
     report = grade(path, assignment=assignment, seed=_seed(config))

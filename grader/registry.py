@@ -28,6 +28,105 @@ RUBRIC_FILE = "rubric.json"
 _SOURCE_TREE = Path(__file__).resolve().parents[1] / "assignments"
 
 
+#: each task's canonical arguments, in the order of the canonical signature (SPEC section 1)
+CANONICAL_ARGUMENTS = {
+    "softmax": ("x", "axis"),
+    "attention": ("Q", "K", "V", "mask"),
+    "multi_head_attention": ("X_q", "X_kv", "W_q", "W_k", "W_v", "W_o", "num_heads", "mask"),
+}
+#: values a course's parameter can also receive: sizes derived from the probe
+DERIVED_ARGUMENTS = ("d_model", "d_k", "valid_lens")
+MASK_CONVENTIONS = {
+    "keep": "a boolean mask, True where the query may attend to the key",
+    "block": "a boolean mask, True where the key is blocked (as torch.nn.MultiheadAttention)",
+    "float-keep": "a float mask, 1.0 where the query may attend and 0.0 where it may not",
+    "zero-blocks": "a 0/1 mask, 0 where the key is blocked (`mask == 0` is filled with -inf)",
+    "additive": "an additive float mask, 0 where the query may attend and -inf where it may not",
+    "lengths": "valid lengths: each query attends to the first valid_lens keys",
+    "none": "no mask",
+}
+INTERFACE_CHOICES = {
+    "kind": ("function", "class"),
+    "mask": tuple(MASK_CONVENTIONS),
+    "returns": ("output", "output-weights", "weights-output"),
+    "arrays": ("numpy", "torch", "tensorflow", "jax"),
+    "dtype": ("float64", "float32"),
+    "projections": ("x@W", "linear"),
+    "batch": ("any", "one"),
+    "mask_shape": ("full", "shared"),
+}
+
+
+@dataclass(frozen=True)
+class Interface:
+    """How a course's code is called: the canonical arguments of the task mapped to the course's
+    parameters and conventions. The defaults are SPEC section 1's own interface."""
+
+    kind: str = "function"
+    #: the course's positional parameters, each naming the canonical (or derived) argument it gets
+    parameters: tuple[str, ...] = ()
+    mask: str = "keep"
+    returns: str = "output"
+    arrays: str = "numpy"
+    dtype: str = "float64"
+    projections: str = "x@W"
+    batch: str = "any"
+    #: "shared": one (n, m) mask for the whole batch, as CS231n's attn_mask (S, T)
+    mask_shape: str = "full"
+    self_attention_only: bool = False
+    #: class submissions: constructor keywords (a derived argument's name, or a number)
+    constructor: tuple[tuple[str, Any], ...] = ()
+    #: class submissions: attribute path -> canonical weight (W_q, ...); biases listed are zeroed
+    weights: tuple[tuple[str, str], ...] = ()
+    biases: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "parameters": list(self.parameters), "mask": self.mask,
+                "returns": self.returns, "arrays": self.arrays, "dtype": self.dtype,
+                "projections": self.projections, "batch": self.batch,
+                "mask_shape": self.mask_shape,
+                "self_attention_only": self.self_attention_only,
+                "constructor": [list(p) for p in self.constructor],
+                "weights": [list(p) for p in self.weights], "biases": list(self.biases)}
+
+    def conventions(self) -> frozenset[str]:
+        """The conventions in which this interface differs from SPEC's (``catalogue.wording``)."""
+        keys = set()
+        if self.mask != "keep":
+            keys.add(f"mask:{self.mask}")
+        if self.projections != "x@W":
+            keys.add(f"projections:{self.projections}")
+        return frozenset(keys)
+
+    def canonical_for(self, task: str) -> bool:
+        """Is this SPEC's own interface (the function called as the probes hold the arguments)?"""
+        return self in (Interface(), Interface(parameters=CANONICAL_ARGUMENTS[task]))
+
+
+def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
+    if task not in CANONICAL_ARGUMENTS:
+        raise ValueError(f"{where}: unknown task {task!r} (known: {', '.join(CANONICAL_ARGUMENTS)})")
+    known_args = (*CANONICAL_ARGUMENTS[task], *DERIVED_ARGUMENTS)
+    parameters = tuple(str(p) for p in data.get("parameters", CANONICAL_ARGUMENTS[task]))
+    for name in parameters:
+        if name not in known_args:
+            raise ValueError(f"{where}: parameter {name!r} is not one of {', '.join(known_args)}")
+    for key, choices in INTERFACE_CHOICES.items():
+        if key in data and data[key] not in choices:
+            raise ValueError(f"{where}: {key} = {data[key]!r}; expected one of {', '.join(choices)}")
+    kind = str(data.get("kind", "function"))
+    return Interface(
+        kind=kind, parameters=parameters, mask=str(data.get("mask", "keep")),
+        returns=str(data.get("returns", "output")), arrays=str(data.get("arrays", "numpy")),
+        dtype=str(data.get("dtype", "float64")), projections=str(data.get("projections", "x@W")),
+        batch=str(data.get("batch", "any")), mask_shape=str(data.get("mask_shape", "full")),
+        self_attention_only=bool(data.get("self_attention_only", False)),
+        constructor=tuple((str(k), v) for k, v in dict(data.get("constructor", {})).items()),
+        weights=tuple((str(k), str(v)) for k, v in dict(data.get("weights", {})).items()),
+        biases=tuple(str(b) for b in data.get("biases", ())),
+    )
+
+
 @dataclass(frozen=True)
 class AssignmentInfo:
     """What an assignment asks for, as plain data."""
@@ -44,6 +143,13 @@ class AssignmentInfo:
     #: when a submission defines several assignments' functions, the highest is graded
     inference_priority: int
     folder: Any  # a Path, or an importlib Traversable inside an installed wheel
+    interface: Interface = Interface()
+    #: "builtin" (SPEC's own assignments) or "preset" (a course's interface, shipped ready)
+    kind: str = "builtin"
+    #: where a preset comes from (the course and its starter code)
+    course: str = ""
+    #: the assignment whose rubric applies when the folder has none (a preset's task's)
+    rubric_from: str = ""
 
 
 def _builtin_root() -> Any:
@@ -53,43 +159,78 @@ def _builtin_root() -> Any:
 
 
 def _read(folder: Any) -> AssignmentInfo:
-    data = tomllib.loads((folder / INTERFACE_FILE).read_text(encoding="utf-8"))
-    return AssignmentInfo(
-        id=str(data["id"]),
-        task=str(data["task"]),
-        function=str(data["function"]),
-        signature=str(data["signature"]),
-        arg_names=tuple(str(a) for a in data["arguments"]),
-        summary=str(data.get("summary", "")),
-        conventions=tuple(str(c) for c in data.get("conventions", ())),
-        inference_priority=int(data.get("inference_priority", 0)),
-        folder=folder,
-    )
+    where = f"{folder}/{INTERFACE_FILE}"
+    try:
+        data = tomllib.loads((folder / INTERFACE_FILE).read_text(encoding="utf-8"))
+        task = str(data["task"])
+        interface = _interface(task, dict(data.get("interface", {})), where)
+        parameters = interface.parameters or CANONICAL_ARGUMENTS[task]
+        return AssignmentInfo(
+            id=str(data["id"]),
+            task=task,
+            function=str(data["function"]),
+            signature=str(data["signature"]),
+            arg_names=tuple(str(a) for a in data.get("arguments", parameters)),
+            summary=str(data.get("summary", "")),
+            conventions=tuple(str(c) for c in data.get("conventions", ())),
+            inference_priority=int(data.get("inference_priority", 0)),
+            folder=folder,
+            interface=interface,
+            kind=str(data.get("kind", "builtin")),
+            course=str(data.get("course", "")),
+            rubric_from=str(data.get("rubric_from", "")),
+        )
+    except (KeyError, TypeError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(f"{where} is not a valid assignment: {exc}") from exc
 
 
 @cache
-def builtins() -> dict[str, AssignmentInfo]:
-    """The built-in assignments by ID, most advanced first (the inference order)."""
+def shipped() -> dict[str, AssignmentInfo]:
+    """The assignments that ship: built-ins first (most advanced first: the inference order),
+    then the course presets."""
     root = _builtin_root()
     found = [_read(child) for child in root.iterdir()
              if child.is_dir() and (child / INTERFACE_FILE).is_file()]
-    found.sort(key=lambda info: (-info.inference_priority, info.id))
+    found.sort(key=lambda info: (info.kind != "builtin", -info.inference_priority, info.id))
     return {info.id: info for info in found}
 
 
+def builtins() -> dict[str, AssignmentInfo]:
+    return {k: v for k, v in shipped().items() if v.kind == "builtin"}
+
+
 def ids() -> tuple[str, ...]:
-    return tuple(sorted(builtins()))
+    """Every shipped assignment's ID (built-ins and presets)."""
+    return tuple(sorted(shipped()))
 
 
-def get(assignment_id: str) -> AssignmentInfo:
-    """The assignment ``assignment_id``; ``KeyError`` with the known IDs when there is none."""
-    known = builtins()
-    if assignment_id not in known:
-        raise KeyError(f"unknown assignment {assignment_id!r} (known: {', '.join(ids())})")
-    return known[assignment_id]
+@cache
+def _from_folder(path: str) -> AssignmentInfo:
+    return _read(Path(path))
+
+
+def is_folder(reference: str) -> bool:
+    return (Path(reference) / INTERFACE_FILE).is_file()
+
+
+def get(reference: str) -> AssignmentInfo:
+    """The assignment with this ID, or in this folder (a course's own, outside the package);
+    ``KeyError`` naming the known IDs when there is none."""
+    known = shipped()
+    if reference in known:
+        return known[reference]
+    if is_folder(reference):
+        return _from_folder(str(Path(reference).resolve()))
+    raise KeyError(f"unknown assignment {reference!r} (known: {', '.join(ids())}; or the path "
+                   f"of a folder holding an {INTERFACE_FILE})")
+
+
+def exists(reference: str) -> bool:
+    return reference in shipped() or is_folder(reference)
 
 
 def inference_order() -> tuple[AssignmentInfo, ...]:
+    """The assignments a submission is matched against when none is named: the built-ins."""
     return tuple(builtins().values())
 
 
@@ -104,8 +245,17 @@ def infer(defined: Any) -> str | None:
     return next((info.id for info in inference_order() if info.function in names), None)
 
 
+def rubric(reference: str) -> dict[str, Any]:
+    """The points of each check of the assignment with this ID or in this folder."""
+    return rubric_of(get(reference))
+
+
 @cache
-def rubric(assignment_id: str) -> dict[str, Any]:
-    """The points of each check, from the assignment's ``rubric.json``."""
-    text = (get(assignment_id).folder / RUBRIC_FILE).read_text(encoding="utf-8")
-    return dict(json.loads(text))
+def rubric_of(info: AssignmentInfo) -> dict[str, Any]:
+    """The points of each check, from the assignment's ``rubric.json`` (or, for a course folder
+    without one, from the built-in assignment of its task)."""
+    own = info.folder / RUBRIC_FILE
+    source = own if own.is_file() else get(info.rubric_from or info.task).folder / RUBRIC_FILE
+    data = dict(json.loads(source.read_text(encoding="utf-8")))
+    data["assignment"] = info.id
+    return data

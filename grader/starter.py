@@ -13,7 +13,6 @@ import textwrap
 from pathlib import Path
 
 from grader.core.assignments import Assignment, get
-from grader.registry import rubric
 
 #: where classrooms find the action; courses that fork the grader change this line
 ACTION_REFERENCE = "attention-grader/attention-grader@v0"
@@ -26,16 +25,46 @@ def _docstring(spec: Assignment) -> str:
 
 
 def stub_source(spec: Assignment) -> str:
-    """The function with its docstring and a body that says it is not written yet."""
+    """The function (or, in a course that asks for a class, the class) with its docstring and a
+    body that says it is not written yet."""
+    if spec.interface.kind == "class":
+        construct, _, forward = spec.signature.partition(".forward")
+        init = construct.split("(", 1)[1].rstrip(")")
+        attributes = ", ".join(f"`{path}`" for path, _ in spec.interface.weights) or "none"
+        return (f"class {spec.function}(nn.Module):\n{_docstring(spec)}\n\n"
+                f"    def __init__(self, {init}):\n        super().__init__()\n"
+                f"        # Your layers here; the grader sets these weights: {attributes}.\n\n"
+                f"    def forward(self, {forward.strip('()')}):\n"
+                f"        # Your code here: replace the line below.\n"
+                f'        raise NotImplementedError("{spec.function}.forward is not implemented '
+                f'yet")\n')
     return (f"def {spec.signature}:\n{_docstring(spec)}\n"
             f"    # Your code here: replace the line below.\n"
             f'    raise NotImplementedError("{spec.function} is not implemented yet")\n')
 
 
+def imports(spec: Assignment) -> str:
+    """The imports the course's interface works in."""
+    arrays = spec.interface.arrays
+    if arrays == "torch":
+        return "import torch\nfrom torch import nn" if spec.interface.kind == "class" else \
+            "import torch"
+    if arrays == "tensorflow":
+        return "import tensorflow as tf"
+    if arrays == "jax":
+        return "import jax.numpy as jnp"
+    return "import numpy as np"
+
+
+def check_option(spec: Assignment) -> str:
+    """The command-line option naming the assignment, where it cannot be inferred."""
+    return "" if spec.info.kind == "builtin" else f" --assignment {spec.id}"
+
+
 def starter_py(spec: Assignment) -> str:
     return (f'"""Assignment `{spec.id}`: write `{spec.function}`.\n\n'
-            f"Check your work with `attention-grader check {spec.id}.py`.\n"
-            '"""\n\nimport numpy as np\n\n\n' + stub_source(spec))
+            f"Check your work with `attention-grader check {spec.id}.py{check_option(spec)}`.\n"
+            f'"""\n\n{imports(spec)}\n\n\n' + stub_source(spec))
 
 
 def _cell(kind: str, source: str) -> dict[str, object]:
@@ -51,7 +80,7 @@ def starter_notebook(spec: Assignment) -> str:
         _cell("markdown", f"# Assignment `{spec.id}`\n\n{spec.summary}\n\n"
                           f"Write `{spec.signature}`:\n\n{conventions}\n\n"
                           "Use NumPy (PyTorch also works: the grader converts what you return)."),
-        _cell("code", "import numpy as np"),
+        _cell("code", imports(spec)),
         _cell("markdown", "## Your implementation"),
         _cell("code", stub_source(spec).rstrip("\n")),
         _cell("markdown", "## Check your work\n\n"
@@ -59,7 +88,9 @@ def starter_notebook(spec: Assignment) -> str:
                           "misconception behind any wrong answer. It needs the grader installed "
                           "in this kernel (`pip install attention-grader`, or the course's "
                           "copy). Your function runs here, in your own kernel."),
-        _cell("code", f"from grader import check\n\ncheck({spec.function})"),
+        _cell("code", f"from grader import check\n\ncheck({spec.function}"
+                      + ("" if spec.info.kind == "builtin" else f", assignment={spec.id!r}")
+                      + ")"),
     ]
     notebook = {"cells": cells,
                 "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
@@ -109,8 +140,8 @@ jobs:
 
 def student_readme(spec: Assignment) -> str:
     conventions = "\n".join(f"- {c}" for c in spec.conventions)
-    checks = "\n".join(f"| `{c['id']}` | {c['points']:g} |" for c in rubric(spec.id)["checks"])
-    total = rubric(spec.id)["max_score"]
+    checks = "\n".join(f"| `{c['id']}` | {c['points']:g} |" for c in spec.rubric()["checks"])
+    total = spec.rubric()["max_score"]
     return f"""\
 # Assignment `{spec.id}`
 
@@ -129,7 +160,7 @@ style gets full marks: loops, `@`, `einsum`, float32, PyTorch tensors.
 
 ## Check your work, three ways
 
-1. **Command line**: `attention-grader check {spec.id}.ipynb` (or `{spec.id}.py`). It runs your
+1. **Command line**: `attention-grader check {spec.id}.ipynb{check_option(spec)}` (or `{spec.id}.py`). It runs your
    code in an isolated process, compares it with a reference on many probes, and names the
    misconception behind any wrong answer, with the smallest input that shows it.
 2. **In the notebook**: run the last cell, `from grader import check; check({spec.function})`.

@@ -46,6 +46,10 @@ class Misconception:
     ignores: frozenset[str] = frozenset()
     #: how it is detected when it has no variant: "input-mutation" or "batch"
     detector: str = "variant"
+    #: the title and explanation in a course whose convention differs from SPEC's, keyed by
+    #: "mask:<convention>" or "projections:<layout>" (the same mistake, told in its terms)
+    in_conventions: Mapping[str, tuple[str, str]] = field(
+        default_factory=lambda: MappingProxyType({}))
 
 
 def _v(knob: str, *choices: str, only: tuple[str, ...]) -> tuple[Variant, ...]:
@@ -235,6 +239,27 @@ CATALOGUE: tuple[Misconception, ...] = (
         ("A-edge-6", "B-15"),
         _v("mask", "inverted", only=ATTN_MHA),
         "the keys your mask blocks are exactly the ones marked True (allowed)",
+        in_conventions=MappingProxyType({
+            "mask:block": (
+                "Your mask lets through the keys marked True",
+                "In this course True means 'this key is blocked' (the convention of "
+                "`torch.nn.MultiheadAttention`'s `attn_mask`). You treated True as 'may attend', "
+                "the convention of `scaled_dot_product_attention`: fill the scores where the "
+                "mask is True with -inf, not where it is False."),
+            "mask:zero-blocks": (
+                "Your mask blocks the keys marked 1 instead of those marked 0",
+                "In this course a 0 in the mask blocks the key: the scores where `mask == 0` are "
+                "filled with a large negative number before the softmax. You blocked the keys "
+                "marked 1, the ones that should be kept."),
+            "mask:float-keep": (
+                "Your mask removes the keys marked 1 instead of those marked 0",
+                "In this course the mask is a float: 1 keeps a key, 0 removes it (add "
+                "`(1 - mask) * -1e9` to the logits). You removed the keys marked 1."),
+            "mask:additive": (
+                "Your mask adds -inf where it should add 0",
+                "In this course the mask is added to the scores: 0 where the query may attend, "
+                "-inf where it may not. You blocked the keys the mask keeps."),
+        }),
     ),
     Misconception(
         "mask-ignored",
@@ -310,6 +335,13 @@ CATALOGUE: tuple[Misconception, ...] = (
         ("B-8",),
         _v("projection", "transposed", "transposed_qkv", only=MHA),
         "your output equals the one computed with every W transposed (the nn.Linear layout)",
+        in_conventions=MappingProxyType({
+            "projections:linear": (
+                "You project with X @ W instead of X @ W.T",
+                "In this course the weights are in `nn.Linear` layout, (out, in), and a "
+                "projection is `x @ W.T` (what `F.linear(x, W)` computes). You multiplied by W "
+                "itself; with square matrices both run, so only the values tell them apart."),
+        }),
     ),
     Misconception(
         "key-not-transposed",
@@ -475,3 +507,12 @@ def detected_by(detector: str) -> str:
     """The ID of the row found by ``detector`` ("batch", "input-mutation") rather than by a
     variant: diagnosis looks it up here instead of naming it."""
     return next(row.id for row in CATALOGUE if row.detector == detector)
+
+
+def wording(row_id: str, conventions: frozenset[str] = frozenset()) -> tuple[str, str]:
+    """A row's title and explanation, in the terms of a course's conventions when they differ."""
+    row = BY_ID[row_id]
+    for key in sorted(conventions):
+        if key in row.in_conventions:
+            return row.in_conventions[key]
+    return row.title, row.explanation

@@ -354,8 +354,13 @@ def test_notebook_check_finds_the_function_and_shows_feedback(capsys) -> None:
     assert feedback is not None and set(feedback.misconceptions) == {"scale-by-dk",
                                                                       "mask-inverted"}
     assert "<code>scale-by-dk</code>" in feedback._repr_html_()
-    assert check(scaled_dot_product_attention) is None  # shown, not returned
+    shown = check(scaled_dot_product_attention)  # shown, and returned
     assert "scale-by-dk" in capsys.readouterr().out
+    assert shown.misconceptions == feedback.misconceptions and not shown.passed
+    assert shown.max_score == 10 and [c["id"] for c in shown.checks][0] == "returns-arrays"
+    assert repr(shown) == ("<Feedback attention: 3.7 / 10, misconceptions: scale-by-dk, "
+                           "mask-inverted>")
+    assert "scale-by-dk" in str(shown) and shown.report["score"] == 3.7
     with pytest.raises(NameError, match="softmax"):
         check("softmax")
     inferred = check(display=False)  # the assignment function defined here
@@ -464,9 +469,13 @@ def test_notebook_check_shows_html_inside_jupyter(monkeypatch) -> None:
     display.display = shown.append  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "IPython", fake)
     monkeypatch.setitem(sys.modules, "IPython.display", display)
-    assert check(_function_from(BUGGY, "scaled_dot_product_attention")) is None
+    feedback = check(_function_from(BUGGY, "scaled_dot_product_attention"))
     assert len(shown) == 1 and shown[0][0] == "html"
     assert "<code>scale-by-dk</code>" in shown[0][1] and "Score: 3.7 / 10" in shown[0][1]
+    feedback._ipython_display_()  # as the cell's last value: shown once already, not twice
+    assert len(shown) == 1
+    feedback._ipython_display_()  # asked for again later: shown
+    assert len(shown) == 2
 
 
 def test_notebook_check_needs_nothing_unix_only() -> None:

@@ -16,13 +16,44 @@ __all__ = ["Assignment", "Outputs", "get"]
 
 @dataclass(frozen=True)
 class Assignment:
-    id: str
+    info: registry.AssignmentInfo
     task: Task
-    function: str
-    signature: str
-    arg_names: tuple[str, ...]
-    summary: str
-    conventions: tuple[str, ...]
+
+    @property
+    def id(self) -> str:
+        return self.info.id
+
+    @property
+    def function(self) -> str:
+        return self.info.function
+
+    @property
+    def signature(self) -> str:
+        return self.info.signature
+
+    @property
+    def arg_names(self) -> tuple[str, ...]:
+        """The canonical arguments' names (what the probes hold, in order)."""
+        return registry.CANONICAL_ARGUMENTS[self.task.name]
+
+    @property
+    def summary(self) -> str:
+        return self.info.summary
+
+    @property
+    def conventions(self) -> tuple[str, ...]:
+        return self.info.conventions
+
+    @property
+    def interface(self) -> registry.Interface:
+        return self.info.interface
+
+    def calling(self) -> dict[str, Any] | None:
+        """How the child calls the submission: None for SPEC's own interface, else the course's
+        interface and the task (see ``grader/sandbox/interface.py``)."""
+        if self.interface.canonical_for(self.task.name):
+            return None
+        return {"interface": self.interface.as_dict(), "task": self.task.name}
 
     def reference(self, *args: Any) -> Outputs:
         return self.task.reference(*args)
@@ -31,15 +62,56 @@ class Assignment:
         return self.task.pipeline(recipe, *args)
 
     def probes(self, seed: int = DEFAULT_SEED) -> list[Probe]:
-        return build_probes(self.task.name, seed)
+        """The task's probes that this assignment's interface can express."""
+        return [p for p in build_probes(self.task.name, seed) if self.unexpressible(p) is None]
+
+    def left_out(self, seed: int = DEFAULT_SEED) -> dict[str, str]:
+        """The task's probes this interface cannot express, each with the reason."""
+        reasons = {p.id: self.unexpressible(p) for p in build_probes(self.task.name, seed)}
+        return {probe_id: why for probe_id, why in reasons.items() if why is not None}
+
+    def unexpressible(self, probe: Probe) -> str | None:
+        """Why the course's interface cannot take this probe's inputs, or None."""
+        interface = self.info.interface
+        canonical = dict(zip(registry.CANONICAL_ARGUMENTS[self.task.name], probe.args))
+        parameters = interface.parameters or registry.CANONICAL_ARGUMENTS[self.task.name]
+        mask = canonical.get("mask")
+        if mask is not None and (interface.mask == "none" or not {"mask", "valid_lens"}
+                                 & set(parameters)):
+            return "the interface takes no mask"
+        if mask is not None and interface.mask_shape == "shared" and not _shared(mask):
+            return "the interface takes one mask for the whole batch"
+        if mask is not None and interface.mask == "lengths" and not _prefix_mask(mask):
+            return "the interface takes valid lengths, not arbitrary masks"
+        if interface.self_attention_only and canonical.get("X_q") is not canonical.get("X_kv"):
+            return "the interface is self-attention only"
+        if "axis" in canonical and canonical["axis"] not in (-1, canonical["x"].ndim - 1) and \
+                "axis" not in parameters:
+            return "the interface takes no axis"
+        return None
 
     def rubric(self) -> dict[str, Any]:
-        return registry.rubric(self.id)
+        return registry.rubric_of(self.info)
+
+
+def _shared(mask: Any) -> bool:
+    """Is the mask the same for every leading index (one (n, m) mask)?"""
+
+    flat = mask.reshape((-1,) + mask.shape[-2:])
+    return bool((flat == flat[:1]).all())
+
+
+def _prefix_mask(mask: Any) -> bool:
+    """Does every row allow a prefix of the keys (what valid lengths can say)?"""
+    import numpy as np
+
+    counts = mask.sum(axis=-1, keepdims=True)
+    return bool(np.array_equal(mask, np.arange(mask.shape[-1]) < counts)) and bool(
+        (counts > 0).all())
 
 
 @cache
-def get(assignment_id: str) -> Assignment:
-    """The assignment ``assignment_id`` (``KeyError`` naming the known ones when unknown)."""
-    info = registry.get(assignment_id)
-    return Assignment(info.id, TASKS[info.task], info.function, info.signature, info.arg_names,
-                      info.summary, info.conventions)
+def get(reference: str) -> Assignment:
+    """The assignment with this ID or in this folder (``KeyError`` naming the known ones)."""
+    info = registry.get(reference)
+    return Assignment(info, TASKS[info.task])

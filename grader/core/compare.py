@@ -17,8 +17,14 @@ from grader.model import Array
 TOLERANCES: dict[str, tuple[float, float]] = {
     "float64": (1e-5, 1e-6),
     "float32": (1e-4, 1e-5),
-    "float16": (1e-2, 1e-3),
 }
+#: nothing coarser than float32 widens the tolerances a score is judged with (SPEC): a float16
+#: answer is judged as float32, and the report says that precision was lost. Diagnosis, which
+#: asks which computation the answer comes from, reads it at its own precision.
+JUDGED_AS = {"float16": "float32"}
+#: diagnosis of a float16 answer: the rounding of the answer itself (2**-11 relative) on top of
+#: float32's tolerances (the answer is computed, then rounded, the way such submissions do)
+ROUNDING_ONLY = {"float16": 2e-3}
 #: typical |score| on ordinary probes, and on the large-logit stability probes
 ORDINARY_LOGITS = 20.0
 LARGE_LOGITS = 1.0e4
@@ -32,8 +38,16 @@ class Tolerance:
     atol: float
 
 
-def tolerance_for(actual: Array, expected: Array, large_logits: bool = False) -> Tolerance:
-    name = actual.dtype.name if actual.dtype.name in TOLERANCES else "float64"
+def tolerance_for(actual: Array, expected: Array, large_logits: bool = False, *,
+                  judging: bool = True) -> Tolerance:
+    """The tolerance for ``actual`` (by its dtype); ``judging=False`` (diagnosis) also allows
+    the rounding of an answer returned less precise than float32."""
+    if not judging and actual.dtype.name in ROUNDING_ONLY:
+        base = tolerance_for(actual.astype(JUDGED_AS[actual.dtype.name]), expected, large_logits)
+        extra = ROUNDING_ONLY[actual.dtype.name]
+        return Tolerance(base.rtol + extra, base.atol + extra)
+    name = JUDGED_AS.get(actual.dtype.name, actual.dtype.name)
+    name = name if name in TOLERANCES else "float64"
     rtol, atol = TOLERANCES[name]
     eps = float(np.finfo(name).eps)
     logits = LARGE_LOGITS if large_logits else ORDINARY_LOGITS

@@ -94,9 +94,9 @@ def _permutation(r: Outcomes) -> Verdict:
     ok = _close(permuted, base[order])
     return ok, ("shuffling the queries shuffles the output rows the same way, and shuffling "
                 "key/value pairs together changes nothing." if ok else
-                "attention is permutation-equivariant: reordering the queries should reorder the "
-                "output rows identically, and reordering key/value pairs should change nothing; "
-                "your output does not behave so.")
+                "reordering the queries should reorder the output rows identically, and "
+                "reordering key/value pairs together should change nothing; your output does not "
+                "behave so.")
 
 
 def _rows_equal_mean(probe_id: str, rows: slice | list[int] | None = None

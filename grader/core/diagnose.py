@@ -59,7 +59,8 @@ class _Matcher:
         if not outcome.ok:
             return float("inf")
         assert outcome.output is not None
-        tol = tolerance_for(outcome.output, expected, "large" in self.probes[index].tags)
+        tol = tolerance_for(outcome.output, expected, "large" in self.probes[index].tags,
+                            judging=False)
         return error_ratio(outcome.output, expected, tol)
 
     def explains(self, recipe: Recipe, indices: Sequence[int]) -> bool:

@@ -40,22 +40,18 @@ def explain(matcher: Matcher, misconception_id: str, recipe: Recipe,
     telling = [
         i for i in indices
         if matcher.outcomes[i].ok and (matcher.ratio(REFERENCE, i) or 0.0) >= FAR
-        and (matcher.ratio(recipe, i) or np.inf) <= 1.0
+        and _within(matcher.ratio(recipe, i))
     ]
     if row.detector == "batch":
         telling = [i for i in indices if matcher.probes[i].batched
                    and (matcher.ratio(recipe, i) or 0.0) > 1.0]
-    if not telling:
-        return row.fingerprint.split(";")[0]
+    if not telling:  # the pattern shows only across probes: say it, with real sizes
+        shown = min(indices, key=lambda i: (matcher.probes[i].size, i)) if indices else None
+        return (_sentence(row, assignment, matcher.probes[shown], recipe) + "."
+                if shown is not None else row.title + ".")
     index = min(telling, key=lambda i: (matcher.probes[i].size, i))
     probe = matcher.probes[index]
-    dims = {**assignment.task.evidence_fields(probe, recipe),
-            "input": "an input"}
-    try:
-        sentence = row.fingerprint.format(**dims)
-    except (KeyError, IndexError, ValueError):
-        sentence = row.fingerprint
-    lines = [f"On probe '{probe.id}' {sentence}."]
+    lines = [f"On probe '{probe.id}' {_sentence(row, assignment, probe, recipe)}."]
     outcome = matcher.outcomes[index]
     correct, _ = assignment.reference(*probe.args)
     correct = np.asarray(correct, dtype=np.float64)
@@ -76,6 +72,21 @@ def explain(matcher: Matcher, misconception_id: str, recipe: Recipe,
                      f"shape {tuple(correct.shape)}.")
     lines.append("Reproduce it with:\n" + call_text(assignment, probe))
     return "\n".join(lines)
+
+
+def _within(ratio: float | None) -> bool:
+    """Does the recipe reproduce the output (an exact match is a ratio of 0, not a miss)?"""
+    return ratio is not None and ratio <= 1.0
+
+
+def _sentence(row: catalogue.Misconception, assignment: Assignment, probe: Probe,
+              recipe: Recipe) -> str:
+    """The row's evidence sentence with this probe's sizes (never a template's braces)."""
+    fields = {**assignment.task.evidence_fields(probe, recipe), "input": "an input"}
+    try:
+        return row.fingerprint.format(**fields)
+    except (KeyError, IndexError, ValueError):
+        return row.title[0].lower() + row.title[1:]
 
 
 def _num(value: object) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from grader.model import CallOutcome, CheckResult, Finding, GraderError, Probe
-from reference.catalogue import BY_ID
+from reference.catalogue import BY_ID, wording
 
 SCHEMA_VERSION = "1"
 MAX_MESSAGE_CHARS = 4000
@@ -34,9 +34,11 @@ class MisconceptionEntry:
     question_bank: tuple[str, ...]
 
     @classmethod
-    def of(cls, finding: Finding) -> MisconceptionEntry:
+    def of(cls, finding: Finding, conventions: frozenset[str] = frozenset()
+           ) -> MisconceptionEntry:
         row = BY_ID[finding.id]
-        return cls(row.id, row.title, row.explanation, _clean(finding.evidence, 16_000),
+        title, explanation = wording(row.id, conventions)
+        return cls(row.id, title, explanation, _clean(finding.evidence, 16_000),
                    tuple(row.question_bank))
 
     def to_dict(self) -> dict[str, Any]:
@@ -156,10 +158,11 @@ def call_errors(probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
 
 def build(*, assignment: str, status: str, score: float, max_score: float,
           findings: Sequence[Finding] = (), checks: Sequence[CheckResult] = (),
-          errors: Sequence[GraderError] = (), metadata: dict[str, Any] | None = None
-          ) -> Report:
+          errors: Sequence[GraderError] = (), metadata: dict[str, Any] | None = None,
+          conventions: frozenset[str] = frozenset()) -> Report:
+    """The report; ``conventions`` (a course's, see ``catalogue.wording``) word the findings."""
     return Report(assignment, status, round(float(score), 4), round(float(max_score), 4),
-                  tuple(MisconceptionEntry.of(f) for f in findings),
+                  tuple(MisconceptionEntry.of(f, conventions) for f in findings),
                   tuple(CheckEntry.of(c) for c in checks),
                   tuple(ErrorEntry.of(e) for e in errors), metadata or {})
 

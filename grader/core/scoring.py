@@ -18,7 +18,6 @@ from grader.core.assignments import Assignment, Outputs
 from grader.core.compare import mismatch_message, tolerance_for
 from grader.core.evidence import first_mutated_input
 from grader.model import CallOutcome, CheckResult, Probe
-from grader.registry import rubric
 
 #: partial credit is given in whole steps of this many points, so that every view of the score
 #: (including GitHub Classroom's, which counts passing tests) can show it exactly
@@ -111,7 +110,7 @@ def score_checks(assignment: Assignment, probes: Sequence[Probe],
     verdicts = concepts.evaluate(assignment.task.concepts, by_id)
     concept_verdicts = {c.id: (c, ok, msg) for c, ok, msg in verdicts}
     results: list[CheckResult] = []
-    for spec in rubric(assignment.id)["checks"]:
+    for spec in probed_checks(assignment, probes):
         check_id, points = spec["id"], float(spec["points"])
         if spec["category"] == "reference":
             results.append(_reference_check(spec, assignment, probes, outcomes, mismatches))
@@ -123,6 +122,24 @@ def score_checks(assignment: Assignment, probes: Sequence[Probe],
                                        points, f"{concept.title}: {message}",
                                        concept.question_bank))
     return results
+
+
+def probed_checks(assignment: Assignment, probes: Sequence[Probe]) -> list[dict[str, Any]]:
+    """The rubric's checks that these probes can decide (an interface that cannot express some
+    probes, a mask where it takes lengths, say, leaves the checks built on them out)."""
+    ids = {p.id for p in probes}
+    needs = {c.id: set(c.needs) for c in assignment.task.concepts}
+    kept = []
+    for spec in assignment.rubric()["checks"]:
+        if spec["category"] == "reference":
+            probed = any(_selected(spec["probes"], p) for p in probes)
+        elif spec["id"] == "same-result-twice":
+            probed = any(p.repeat for p in probes)
+        else:
+            probed = needs.get(spec["id"], set()) <= ids
+        if probed:
+            kept.append(spec)
+    return kept
 
 
 def _returns_arrays(spec: dict[str, Any], assignment: Assignment, probes: Sequence[Probe],
@@ -171,5 +188,7 @@ def _first_failure(outcomes: Sequence[CallOutcome]) -> str:
     return ""
 
 
-def max_score(assignment: Assignment) -> float:
-    return round(sum(float(spec["points"]) for spec in rubric(assignment.id)["checks"]), 4)
+def max_score(assignment: Assignment, probes: Sequence[Probe] | None = None) -> float:
+    """The points of every check, or of those ``probes`` can decide."""
+    checks = assignment.rubric()["checks"] if probes is None else probed_checks(assignment, probes)
+    return round(sum(float(spec["points"]) for spec in checks), 4)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from grader.render.verdict import unexplained
+
 _STYLE = (
     "<style>.ag{font-family:system-ui,sans-serif;max-width:60em;line-height:1.4}"
     ".ag pre{background:#f6f8fa;padding:.5em;overflow-x:auto;white-space:pre-wrap}"
@@ -34,9 +36,8 @@ def render(report: dict[str, Any]) -> str:
                          f"<p>{escape(item['explanation'])}</p>"
                          f"<p>Evidence:</p><pre>{escape(item['evidence'])}</pre>"
                          + (f"<p>Question bank: {escape(bank)}</p>" if bank else ""))
-    elif graded and report["score"] < report["max_score"]:
-        parts.append("<p>No catalogued misconception explains your outputs; the failed checks "
-                     "below say which properties are broken.</p>")
+    elif unexplained(report):
+        parts.append(f"<p>{escape(str(unexplained(report)))}</p>")
     elif graded:
         parts.append("<p class='pass'>All checks pass and no misconception was found.</p>")
     if report["checks"]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+from grader.render.verdict import unexplained
+
 
 def _wrap(text: str, indent: str) -> str:
     lines = []
@@ -40,9 +42,8 @@ def render(report: dict[str, Any]) -> str:
             if item["question_bank"]:
                 out.append(f"      Question bank: {', '.join(item['question_bank'])}")
         out.append("")
-    elif report["status"] == "graded" and report["score"] < report["max_score"]:
-        out.append("No catalogued misconception explains your outputs; the failed checks below "
-                   "say which properties are broken.")
+    elif unexplained(report):
+        out.append(str(unexplained(report)))
         out.append("")
     if report["checks"]:
         out.append("Checks")

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from grader.config import DEFAULT_LIMITS, Limits
 from grader.model import CallOutcome, GraderError, Probe, RunInfo, Submission
@@ -33,7 +33,16 @@ REFUSED_MESSAGE = (
 
 
 #: given what the child found, pick (function name, probes) or None to stop after loading
-Planner = Callable[[RunInfo], "tuple[str, Sequence[Probe]] | None"]
+Planner = Callable[[RunInfo], "CallPlan | tuple[str, Sequence[Probe]] | None"]
+
+
+class CallPlan(NamedTuple):
+    """What to call on which probes; ``interface`` (the course's, with its ``task``) when the
+    function is called through one (see ``interface.py``)."""
+
+    function: str
+    probes: Sequence[Probe]
+    interface: dict[str, Any] | None = None
 
 
 KNOWN_LAYERS = ("pid-namespace", "mount-namespace", "network-namespace", "read-only-root",
@@ -61,8 +70,8 @@ def _info_from_loaded(header: dict[str, Any], info: RunInfo) -> None:
     for entry in errors[:20] if isinstance(errors, list) else ():
         error = _error_from(entry, "runtime-error")
         where = entry.get("where") if isinstance(entry, dict) else None
-        kind = error.kind if error.kind in ("syntax-error", "timeout", "memory-limit") else \
-            "runtime-error"
+        kind = error.kind if error.kind in ("syntax-error", "timeout", "memory-limit",
+                                            "missing-dependency") else "runtime-error"
         info.load_errors.append(GraderError(kind, f"{str(where)[:100]}: {error.message}"))
 
 
@@ -142,10 +151,10 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
     outcomes: dict[int, CallOutcome] = {}
     tripped: list[str] = []
     try:
-        planned: tuple[str, Sequence[Probe]] | None = None
+        planned: CallPlan | None = None
         attempt = 0
         while True:
-            remaining = [i for i in range(len(planned[1])) if i not in outcomes] if planned else []
+            remaining = [i for i in range(len(planned.probes)) if i not in outcomes] if planned else []
             child = Child(submission, workdir, logdir, newroot, limits, attempt)
             if prepare is not None and attempt == 0:
                 prepare()
@@ -155,7 +164,7 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
             finally:
                 child.stop()
             attempt += 1
-            if planned is None or len(outcomes) == len(planned[1]):
+            if planned is None or len(outcomes) == len(planned.probes):
                 break
             out_of_time = time.monotonic() >= total_deadline
             if attempt > limits.max_restarts or out_of_time:
@@ -164,7 +173,7 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
                 reason = ("the time budget was used up" if out_of_time else
                           f"the submission's process was lost {attempt} times "
                           f"(last: {kind}), so the remaining probes were skipped")
-                for i, probe in enumerate(planned[1]):
+                for i, probe in enumerate(planned.probes):
                     if i not in outcomes:
                         outcomes[i] = CallOutcome(probe.id, kind, f"not run: {reason}")
                 break
@@ -174,16 +183,16 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
         info.stdout = _excerpt(logdir)
         if tripped:
             info.forbidden = sorted(set(tripped))[:10]
-        probes = planned[1] if planned else []
+        probes = planned.probes if planned else []
         return info, [outcomes[i] for i in range(len(probes))]
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
 
 def _drive(child: Child, info: RunInfo, plan: Planner,
-           planned: tuple[str, Sequence[Probe]] | None, remaining: list[int],
+           planned: CallPlan | None, remaining: list[int],
            outcomes: dict[int, CallOutcome], tripped: list[str], limits: Limits,
-           total_deadline: float, first: bool) -> tuple[str, Sequence[Probe]] | None:
+           total_deadline: float, first: bool) -> CallPlan | None:
     """Talk to one child until it is done, hangs or dies; return the plan (made on first load)."""
     import_deadline = min(time.monotonic() + limits.import_seconds, total_deadline)
     try:
@@ -210,7 +219,7 @@ def _drive(child: Child, info: RunInfo, plan: Planner,
                 "timeout", f"loading the submission took longer than {limits.import_seconds:g} s")
             return None
         for i in remaining:
-            outcomes[i] = CallOutcome(planned[1][i].id, "timeout",  # type: ignore[index]
+            outcomes[i] = CallOutcome(planned.probes[i].id, "timeout",  # type: ignore[union-attr]
                                       "not run: loading the submission again timed out")
         return planned
     header, _ = frame
@@ -221,13 +230,14 @@ def _drive(child: Child, info: RunInfo, plan: Planner,
         except MALFORMED as exc:
             info.fatal = GraderError("crashed", f"the submission broke the result channel ({exc})")
             return None
-        planned = plan(info)
-        if planned is None:
+        made = plan(info)
+        if made is None:
             return None
-        remaining = list(range(len(planned[1])))
+        planned = CallPlan(*made)
+        remaining = list(range(len(planned.probes)))
     assert planned is not None
-    function, probes = planned
-    child.send(wire.encode_calls(function, [probes[i] for i in remaining]))
+    function, probes, calling = CallPlan(*planned)
+    child.send(wire.encode_calls(function, [probes[i] for i in remaining], calling))
     for position, index in enumerate(remaining):
         deadline = min(time.monotonic() + limits.call_seconds, total_deadline)
         try:

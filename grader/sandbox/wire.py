@@ -90,7 +90,8 @@ def read_frame(fd: int) -> tuple[dict[str, Any], bytes]:
 
 # -- the grader's side: the calls out, the arrays back ---------------------------------------
 
-def encode_calls(function: str, probes: Sequence[Probe]) -> bytes:
+def encode_calls(function: str, probes: Sequence[Probe],
+                 interface: dict[str, Any] | None = None) -> bytes:
     import numpy as np
 
     arrays: list[dict[str, Any]] = []
@@ -113,7 +114,8 @@ def encode_calls(function: str, probes: Sequence[Probe]) -> bytes:
             else:
                 specs.append({"value": arg})
         calls.append({"index": index, "args": specs, "repeat": probe.repeat})
-    header = {"type": "calls", "function": function, "calls": calls, "arrays": arrays}
+    header = {"type": "calls", "function": function, "calls": calls, "arrays": arrays,
+              **(interface or {})}
     return encode(header, b"".join(chunks))
 
 

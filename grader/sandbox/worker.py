@@ -33,6 +33,7 @@ def _load(name, filename):
 wire = _load("_ag_wire", "wire.py")
 confinement = _load("_ag_confine", "confine.py")  # standard library only
 returns = _load("_ag_returns", "returns.py")  # imports NumPy: before any student code
+interface = _load("_ag_interface", "interface.py")  # a course's conventions, NumPy only
 WrongReturn = returns.WrongReturn
 to_arrays = returns.to_arrays
 check_binding = returns.check_binding
@@ -185,12 +186,29 @@ def student_traceback(exc):
     return text[-2000:]
 
 
+#: what to install for a module a submission imports but this environment lacks
+INSTALL_HINTS = {"torch": "pip install torch", "tensorflow": "pip install tensorflow",
+                 "jax": 'pip install "jax[cpu]"', "scipy": "pip install scipy",
+                 "sklearn": "pip install scikit-learn", "einops": "pip install einops"}
+
+
 def error_kind(exc):
     if isinstance(exc, MemoryError):
         return "memory-limit"
     if isinstance(exc, CellTimeout):
         return "timeout"
+    if isinstance(exc, ModuleNotFoundError) and exc.name and exc.name.split(".")[0] not in (
+            "grader", "reference"):
+        return "missing-dependency"
     return "runtime-error"
+
+
+def dependency_message(exc):
+    top = exc.name.split(".")[0]
+    install = INSTALL_HINTS.get(top, f"pip install {top}")
+    return (f"`import {exc.name}` failed: `{top}` is not installed where the code is graded. "
+            f"Install it (`{install}`), or, grading a class, add it to the grader's environment "
+            f"(gradescope-zip --package, the action's `packages` input).")
 
 
 def execute_sources(setup, namespace):
@@ -220,8 +238,10 @@ def execute_sources(setup, namespace):
             errors.append({"kind": "timeout", "where": where,
                            "message": f"{where} ran longer than {cell_seconds:g} s and was stopped"})
         except BaseException as exc:  # noqa: BLE001 - a student cell may raise anything
-            errors.append({"kind": error_kind(exc), "where": where,
-                           "message": student_traceback(exc)})
+            kind = error_kind(exc)
+            message = (dependency_message(exc) if kind == "missing-dependency"
+                       else student_traceback(exc))
+            errors.append({"kind": kind, "where": where, "message": message})
         finally:
             if is_notebook and cell_seconds:
                 signal.setitimer(signal.ITIMER_REAL, 0)
@@ -229,10 +249,13 @@ def execute_sources(setup, namespace):
 
 
 def defined_functions(namespace):
-    """The names of the functions the submission defined (what the grader may call)."""
+    """The names of the functions, and of the classes, the submission defined (what the grader
+    may call: a course's interface may ask for a class)."""
+    own = namespace.get("__name__")
     return sorted(
         name for name, value in list(namespace.items())
-        if not name.startswith("__") and callable(value) and not isinstance(value, type)
+        if not name.startswith("__") and callable(value)
+        and (not isinstance(value, type) or getattr(value, "__module__", None) == own)
     )[:200]
 
 
@@ -264,21 +287,25 @@ def pack(parts):
     return headers, b"".join(chunks)
 
 
-def run_call(function, call, arrays, blob):
+def run_call(function, call, arrays, blob, spec=None, task=None):
     args, made = build_args(call, arrays, blob)
-    problem = check_binding(function, args)
-    if problem:
-        return {"status": "wrong-signature", "message": problem}, []
+    if interface.is_canonical(spec, task):
+        problem = check_binding(function, args)
+        if problem:
+            return {"status": "wrong-signature", "message": problem}, []
+    invoke = interface.invoker(function, spec, task, to_arrays, check_binding)
     started = _perf()
     parts = []
     try:
-        output, weights = to_arrays(function(*args))
+        output, weights = invoke(args)
         parts.append(("output", output))
         if weights is not None:
             parts.append(("weights", weights))
         if call.get("repeat"):
-            again, _ = to_arrays(function(*args))
+            again, _ = invoke(args)
             parts.append(("repeat", again))
+    except interface.InterfaceError as exc:
+        return {"status": "wrong-signature", "message": str(exc)}, []
     except WrongReturn as exc:
         return {"status": "wrong-shape", "message": str(exc)}, []
     except BaseException as exc:  # noqa: BLE001 - student code may raise anything, even SystemExit
@@ -321,8 +348,10 @@ def serve(request_fd, result_fd):
         return
     tripped = []
     sys.modules["grader"] = grader_stub()
-    install_tripwires(setup["forbidden_roots"], [os.path.abspath(__file__), wire.__file__,
-                                                 returns.__file__],
+    # (the child's own files: a traceback through them reads their lines)
+    own_files = [os.path.abspath(__file__), wire.__file__, returns.__file__, interface.__file__,
+                 confinement.__file__]
+    install_tripwires(setup["forbidden_roots"], own_files,
                       frozenset({"grader", "reference"}), tripped)
     sys.stdout = _CappedStream(1)
     sys.stderr = _CappedStream(2)
@@ -341,7 +370,8 @@ def serve(request_fd, result_fd):
         return
     function = module.__dict__.get(request["function"])
     for call in request["calls"]:
-        answer, parts = run_call(function, call, request["arrays"], blob)
+        answer, parts = run_call(function, call, request["arrays"], blob,
+                                 request.get("interface"), request.get("task"))
         headers, payload = pack(parts)
         answer.update({"type": "result", "index": call["index"], "arrays": headers,
                        "tripped": list(tripped)})

@@ -1,0 +1,230 @@
+"""A course's interface, applied next to the student's code: the probe's canonical arguments
+(NumPy arrays, SPEC section 1 conventions) become the course's (its parameter order, mask
+convention, weight layout, batch layout, dtype and array type), the student's function or class
+is called, and what it returns comes back in the canonical form (output, weights).
+
+Shared by the sandbox's child (``worker.py`` loads this file by path, before any student code)
+and by the notebook self-check. NumPy only; torch, TensorFlow or JAX are imported when the
+interface asks for them (the submission has imported them already).
+"""
+
+import inspect
+
+import numpy as np
+
+_asarray = np.asarray
+_ascontiguous = np.ascontiguousarray
+
+CANONICAL_ARGUMENTS = {
+    "softmax": ("x", "axis"),
+    "attention": ("Q", "K", "V", "mask"),
+    "multi_head_attention": ("X_q", "X_kv", "W_q", "W_k", "W_v", "W_o", "num_heads", "mask"),
+}
+PROJECTIONS = ("W_q", "W_k", "W_v", "W_o")
+
+
+class InterfaceError(Exception):
+    """The submission does not have what the course's interface declares (a class attribute, a
+    callable): a ``wrong-signature`` error naming what was expected."""
+
+
+def is_canonical(spec, task):
+    return not spec or (
+        spec.get("kind", "function") == "function"
+        and tuple(spec.get("parameters") or CANONICAL_ARGUMENTS[task]) == CANONICAL_ARGUMENTS[task]
+        and spec.get("mask", "keep") == "keep" and spec.get("returns", "output") == "output"
+        and spec.get("arrays", "numpy") == "numpy" and spec.get("dtype", "float64") == "float64"
+        and spec.get("projections", "x@W") == "x@W" and spec.get("batch", "any") == "any"
+        and spec.get("mask_shape", "full") == "full")
+
+
+def _canonical(task, args):
+    names = CANONICAL_ARGUMENTS[task]
+    values = dict(zip(names, args))
+    values.setdefault("mask", None)
+    values.setdefault("axis", -1)
+    return values
+
+
+def _leading_to_one_axis(values, task):
+    """Every leading axis folded into exactly one (a unit one for 2-D inputs); the shape to
+    restore on the way back."""
+    if task == "softmax":
+        return None
+    first = "Q" if task == "attention" else "X_q"
+    leading = values[first].shape[:-2]
+    batch = int(np.prod(leading, dtype=np.int64)) if leading else 1
+    for name in (("Q", "K", "V") if task == "attention" else ("X_q", "X_kv")):
+        array = values[name]
+        if array.shape[:-2] != leading:
+            array = np.broadcast_to(array, leading + array.shape[-2:])
+        values[name] = _ascontiguous(array).reshape((batch,) + array.shape[-2:])
+    if task == "multi_head_attention" and values["X_q"] is not values["X_kv"] and \
+            np.shares_memory(values["X_q"], values["X_kv"]):
+        values["X_kv"] = values["X_q"]
+    mask = values.get("mask")
+    if mask is not None:
+        n, m = values[first].shape[-2], values["K" if task == "attention" else "X_kv"].shape[-2]
+        values["mask"] = _ascontiguous(np.broadcast_to(mask, leading + (n, m))).reshape(
+            (batch, n, m))
+    return leading
+
+
+def _convert_mask(mask, convention, float_dtype):
+    if mask is None or convention == "keep":
+        return mask
+    if convention == "block":
+        return ~mask
+    if convention == "float-keep":
+        return mask.astype(float_dtype)
+    if convention == "zero-blocks":
+        return mask.astype(np.int64)
+    if convention == "additive":
+        return np.where(mask, 0.0, -np.inf).astype(float_dtype)
+    if convention == "lengths":
+        return mask.sum(axis=-1).astype(np.int64)
+    return None  # "none": the course has no mask (masked probes are not sent)
+
+
+def _framework(kind):
+    if kind == "torch":
+        import torch
+
+        return lambda a: torch.from_numpy(_ascontiguous(a)) if isinstance(a, np.ndarray) else a
+    if kind == "tensorflow":
+        import tensorflow as tf
+
+        return lambda a: tf.constant(a) if isinstance(a, np.ndarray) else a
+    if kind == "jax":
+        import jax.numpy as jnp
+
+        return lambda a: jnp.asarray(a) if isinstance(a, np.ndarray) else a
+    return lambda a: a
+
+
+def course_arguments(spec, task, args):
+    """(the course's positional arguments, how to restore the output's leading axes)."""
+    values = _canonical(task, args)
+    float_dtype = np.float32 if spec.get("dtype") == "float32" else np.float64
+    for name, value in list(values.items()):
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            values[name] = value.astype(float_dtype, copy=False)
+    if spec.get("projections") == "linear":
+        for name in PROJECTIONS:
+            if name in values:
+                values[name] = _ascontiguous(values[name].T)
+    leading = _leading_to_one_axis(values, task) if spec.get("batch") == "one" else None
+    mask = values.get("mask")
+    if mask is not None and spec.get("mask_shape") == "shared":
+        mask = _ascontiguous(mask.reshape((-1,) + mask.shape[-2:])[0])  # the same for all
+    values["mask"] = _convert_mask(mask, spec.get("mask", "keep"), float_dtype)
+    values["valid_lens"] = values["mask"] if spec.get("mask") == "lengths" else None
+    first = values.get("X_q", values.get("Q", values.get("x")))
+    values["d_model"] = int(first.shape[-1])
+    values["d_k"] = int(values["Q"].shape[-1]) if "Q" in values else (
+        values["d_model"] // int(values["num_heads"]) if "num_heads" in values else None)
+    convert = _framework(spec.get("arrays", "numpy"))
+    parameters = spec.get("parameters") or CANONICAL_ARGUMENTS[task]
+    return [convert(values[name]) for name in parameters], leading, values, convert
+
+
+def _attribute(root, path):
+    target = root
+    for part in path.split("."):
+        if not hasattr(target, part):
+            raise InterfaceError(f"the class has no attribute `{path}` (the course's interface "
+                                 f"sets the weights through it)")
+        target = getattr(target, part)
+    return target
+
+
+def _build_module(cls, spec, values):
+    """The course's class, constructed and given the probe's weights (biases zero), in eval
+    mode and the probe's dtype."""
+    import torch
+
+    keywords = {}
+    for name, source in spec.get("constructor") or ():
+        keywords[name] = values[source] if isinstance(source, str) else source
+    try:
+        module = cls(**keywords)
+    except TypeError as exc:
+        raise InterfaceError(f"`{cls.__name__}({', '.join(keywords)})` cannot be constructed: "
+                             f"{exc}") from exc
+    dtype = torch.float32 if spec.get("dtype") == "float32" else torch.float64
+    if hasattr(module, "to"):
+        module = module.to(dtype)
+    with torch.no_grad():
+        for path, source in spec.get("weights") or ():
+            parameter = _attribute(module, path)
+            # nn.Linear keeps (out, in): the weight applied as x @ W.T; fused q|k|v stack rows
+            blocks = [_asarray(values[name]) for name in source.split("|")]
+            linear = spec.get("projections") == "linear"
+            data = np.concatenate(blocks, axis=0) if linear else np.concatenate(blocks, axis=1)
+            if tuple(parameter.shape) != data.shape:
+                raise InterfaceError(f"`{path}` has shape {tuple(parameter.shape)}; the course's "
+                                     f"interface gives it {source} of shape {data.shape}")
+            parameter.copy_(torch.from_numpy(_ascontiguous(data)))
+        for path in spec.get("biases") or ():
+            _attribute(module, path).zero_()
+    if hasattr(module, "eval"):
+        module.eval()
+    return module
+
+
+def call(target, spec, task, args, binding_problem):
+    """Call the student's ``target`` (function or class) on canonical ``args`` through the
+    course's interface; return its raw result with its weights/output order made canonical,
+    and the leading shape to restore. ``binding_problem(function, args)`` says why a call
+    cannot bind (then an ``InterfaceError``)."""
+    course_args, leading, values, _ = course_arguments(spec, task, args)
+    if spec.get("kind") == "class":
+        if not inspect.isclass(target):
+            raise InterfaceError(f"`{getattr(target, '__name__', target)}` is not a class")
+        module = _build_module(target, spec, values)
+        forward = getattr(module, "forward", module)
+        problem = binding_problem(forward, course_args)
+        if problem:
+            raise InterfaceError(f"forward {problem}")
+        import torch
+
+        with torch.no_grad():
+            result = module(*course_args)
+    else:
+        problem = binding_problem(target, course_args)
+        if problem:
+            raise InterfaceError(problem)
+        result = target(*course_args)
+    if spec.get("returns") == "weights-output" and isinstance(result, (tuple, list)) \
+            and len(result) >= 2:
+        result = (result[1], result[0])
+    return result, leading
+
+
+def _as_float32(array):
+    return array.astype(np.float32) if array is not None and array.dtype == np.float64 else array
+
+
+def restore(array, leading):
+    """An output of the folded batch back to the probe's leading axes."""
+    if array is None or leading is None:
+        return array
+    return array.reshape(tuple(leading) + array.shape[1:])
+
+
+def invoker(function, spec, task, to_arrays, binding_problem):
+    """``invoke(args) -> (output, weights)``, plain arrays in canonical form, for a probe's
+    canonical arguments: a direct call, or one through the course's interface."""
+    if is_canonical(spec, task):
+        return lambda args: to_arrays(function(*args))
+
+    def invoke(args):
+        result, leading = call(function, spec, task, args, binding_problem)
+        output, weights = (restore(a, leading) for a in to_arrays(result))
+        if spec.get("dtype") == "float32":
+            # a float32 course's inputs carry float32 rounding: judged as float32, whatever a
+            # stray float64 constant promoted the result to
+            output, weights = (_as_float32(a) for a in (output, weights))
+        return output, weights
+
+    return invoke

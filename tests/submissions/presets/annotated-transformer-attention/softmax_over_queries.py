@@ -1,0 +1,12 @@
+# expect: softmax-over-queries
+import math
+
+import torch
+
+
+def attention(query, key, value, mask=None, dropout=None):
+    scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(query.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, -1e9)
+    p_attn = scores.softmax(dim=-2)
+    return torch.matmul(p_attn, value), p_attn

@@ -1,0 +1,265 @@
+"""Courses' own interfaces: the presets that ship, a course's own folder, and every place that
+grades accepting them. Fixtures under ``tests/submissions/presets/<preset>/`` are written as each
+course's students write; the first line says what they must be named (``# expect: ...``), a
+``# error: KIND`` line that the interface refuses them with that error."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grader import grade, registry
+from grader.core.report import validate
+
+from .conftest import SUBMISSIONS, expected_ids, run_cli
+
+pytestmark = pytest.mark.e2e  # starts child processes: the slow tier
+
+PRESETS = SUBMISSIONS / "presets"
+FIXTURES = sorted(PRESETS.glob("*/*.py"))
+FRAMEWORK_MODULE = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax"}
+
+
+def _needs_framework(preset: str) -> None:
+    module = FRAMEWORK_MODULE.get(registry.get(preset).interface.arrays)
+    if module and importlib.util.find_spec(module) is None:
+        pytest.skip(f"{module} is not installed here")
+
+
+def _declared_error(path: Path) -> str | None:
+    for line in path.read_text().splitlines()[1:4]:
+        if line.startswith("# error:"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def test_every_preset_has_fixtures_in_its_course_style() -> None:
+    presets = [i.id for i in registry.shipped().values() if i.kind == "preset"]
+    assert len(presets) >= 6
+    for preset in presets:
+        fixtures = list((PRESETS / preset).glob("*.py"))
+        correct = [f for f in fixtures if not expected_ids(f) and not _declared_error(f)]
+        assert len(correct) >= 3, preset
+        assert len(fixtures) - len(correct) >= 2, preset
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_preset_fixture_is_graded_as_its_course_expects(path: Path) -> None:
+    preset = path.parent.name
+    _needs_framework(preset)
+    report = grade(path, assignment=preset)
+    validate(report)
+    assert report["assignment"] == preset
+    error = _declared_error(path)
+    if error:
+        assert [e["kind"] for e in report["errors"]][:1] == [error]
+        assert report["score"] == 0
+        return
+    assert sorted(m["id"] for m in report["misconceptions"]) == expected_ids(path)
+    assert not [e for e in report["errors"] if e["kind"] in ("crashed", "wrong-signature")]
+    if not expected_ids(path):
+        assert report["score"] == report["max_score"] and report["errors"] == []
+    else:
+        assert report["score"] < report["max_score"]
+
+
+def test_mask_inverted_is_told_in_the_courses_convention() -> None:
+    _needs_framework("pytorch-mha-convention")
+    report = grade(PRESETS / "pytorch-mha-convention" / "mask_inverted.py",
+                   assignment="pytorch-mha-convention")
+    [finding] = report["misconceptions"]
+    assert finding["id"] == "mask-inverted"
+    assert "True means 'this key is blocked'" in finding["explanation"]
+    assert finding["title"] == "Your mask lets through the keys marked True"
+
+
+def test_probes_the_interface_cannot_express_are_named_as_not_probed() -> None:
+    _needs_framework("d2l-dot-product-attention")
+    report = grade(PRESETS / "d2l-dot-product-attention" / "correct_d2l.py",
+                   assignment="d2l-dot-product-attention")
+    assert report["score"] == report["max_score"] < 10
+    not_probed = report["metadata"]["not_probed"]
+    assert "values-masked" in [n["check"] for n in not_probed]
+    assert all("mask" in n["check"] and "valid lengths" in n["why"] for n in not_probed)
+
+
+def test_the_notebook_check_grades_a_preset_as_the_sandbox_does() -> None:
+    from grader.notebook import grade_function
+
+    for preset, name, target in (("annotated-transformer-attention", "scale_by_dk", "attention"),
+                                 ("cs231n-multi-head-attention", "correct_einsum",
+                                  "MultiHeadAttention")):
+        _needs_framework(preset)
+        path = PRESETS / preset / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(f"fixture_{name}", path)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        here = grade_function(getattr(module, target), preset)
+        there = grade(path, assignment=preset)
+        assert here["score"] == there["score"]
+        assert [m["id"] for m in here["misconceptions"]] == [
+            m["id"] for m in there["misconceptions"]]
+
+
+# --- a course's own interface, in NumPy: runs wherever the grader does ------------------------
+
+COURSE_TOML = """\
+id = "our-course-attention"
+kind = "course"
+course = "A course whose masks block where True, whose function takes the keys first, returns
+(weights, output) and works on exactly one batch axis, in float32"
+task = "attention"
+function = "attend"
+signature = "attend(keys, queries, values, blocked=None)"
+arguments = ["keys", "queries", "values", "blocked"]
+summary = "Attention in our course's conventions."
+conventions = ["keys first", "True blocks", "(weights, output)", "(B, n, d) only", "float32"]
+
+[interface]
+parameters = ["K", "Q", "V", "mask"]
+mask = "block"
+returns = "weights-output"
+batch = "one"
+dtype = "float32"
+"""
+COURSE_CORRECT = """\
+import numpy as np
+
+
+def attend(keys, queries, values, blocked=None):
+    assert keys.ndim == 3 and keys.dtype == np.float32
+    scores = queries @ keys.transpose(0, 2, 1) / np.sqrt(keys.shape[-1])
+    if blocked is not None:
+        scores = np.where(blocked, -np.inf, scores)
+    scores = scores - scores.max(axis=-1, keepdims=True)
+    weights = np.exp(scores)
+    weights = weights / weights.sum(axis=-1, keepdims=True)
+    return weights, weights @ values
+"""
+
+
+@pytest.fixture
+def course(tmp_path: Path) -> Path:
+    folder = tmp_path / "our-course"
+    folder.mkdir()
+    toml = COURSE_TOML.replace('course = "A course', 'course = """A course').replace(
+        'in float32"', 'in float32"""')
+    (folder / "assignment.toml").write_text(toml)
+    return folder
+
+
+def _grade_cli(path: Path, *args: str) -> dict[str, Any]:
+    done = run_cli("grade", str(path), *args)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    validate(report)
+    return dict(report)
+
+
+def test_a_course_folder_outside_the_package_grades_its_own_conventions(
+        course: Path, tmp_path: Path) -> None:
+    correct = tmp_path / "correct.py"
+    correct.write_text(COURSE_CORRECT)
+    report = _grade_cli(correct, "--assignment", str(course))
+    assert report["assignment"] == "our-course-attention"
+    assert report["score"] == report["max_score"] == 10 and report["misconceptions"] == []
+    inverted = tmp_path / "inverted.py"
+    inverted.write_text(COURSE_CORRECT.replace("np.where(blocked, -np.inf, scores)",
+                                               "np.where(blocked, scores, -np.inf)"))
+    report = _grade_cli(inverted, "--assignment", str(course))
+    assert [m["id"] for m in report["misconceptions"]] == ["mask-inverted"]
+    swapped = tmp_path / "swapped.py"  # returns (output, weights): the course asked the reverse
+    swapped.write_text(COURSE_CORRECT.replace("return weights, weights @ values",
+                                              "return weights @ values, weights"))
+    assert _grade_cli(swapped, "--assignment", str(course))["score"] < 10
+
+
+def test_new_assignment_writes_a_folder_every_integration_accepts(tmp_path: Path) -> None:
+    folder = tmp_path / "my-attention"
+    done = run_cli("new-assignment", "--from", "attention", "--out", str(folder))
+    assert done.returncode == 0, done.stderr
+    info = registry.get(str(folder))
+    assert info.id == "my-attention" and info.kind == "course" and info.task == "attention"
+    submission = SUBMISSIONS / "attention" / "scale_by_dk.py"
+    report = _grade_cli(submission, "--assignment", str(folder))
+    assert report["assignment"] == "my-attention"
+    assert [m["id"] for m in report["misconceptions"]] == ["scale-by-dk", "mask-inverted"] or \
+        "scale-by-dk" in [m["id"] for m in report["misconceptions"]]
+    zip_path = tmp_path / "autograder.zip"
+    assert run_cli("gradescope-zip", str(folder), "-o", str(zip_path)).returncode == 0
+    import zipfile
+
+    names = zipfile.ZipFile(zip_path).namelist()
+    assert "attention-grader/assignments/my-attention/assignment.toml" in names
+    config = json.loads(zipfile.ZipFile(zip_path).read("autograder.json"))
+    assert config["assignment"] == "my-attention"
+    assert run_cli("new-assignment", "--from", "attention", "--out", str(folder)).returncode == 2
+
+
+def test_assignments_lists_the_built_ins_and_the_presets() -> None:
+    done = run_cli("assignments")
+    assert done.returncode == 0
+    for preset in ("cs231n-multi-head-attention", "d2l-dot-product-attention",
+                   "annotated-transformer-attention", "coursera-dls-attention",
+                   "pytorch-mha-convention", "cs336-attention", "attention"):
+        assert preset in done.stdout
+
+
+def test_an_unknown_assignment_is_a_usage_error_naming_the_known_ones() -> None:
+    done = run_cli("grade", str(SUBMISSIONS / "attention" / "correct_matmul.py"),
+                   "--assignment", "atention")
+    assert done.returncode == 2
+    assert "Did you mean 'attention'" in done.stderr
+
+
+def test_a_missing_package_is_named_with_how_to_install_it(tmp_path: Path) -> None:
+    path = tmp_path / "needs.py"
+    path.write_text("import attention_grader_absent_package as helper\n"
+                    + (SUBMISSIONS / "attention" / "correct_matmul.py").read_text())
+    report = _grade_cli(path, "--assignment", "attention")
+    first = report["errors"][0]
+    assert first["kind"] == "missing-dependency"
+    assert "pip install attention_grader_absent_package" in first["message"]
+
+
+def test_a_preset_starter_kit_is_in_the_courses_interface(tmp_path: Path) -> None:
+    from grader.starter import kit_files
+
+    files = kit_files("cs231n-multi-head-attention")
+    stub = files["cs231n-multi-head-attention.py"]
+    assert "class MultiHeadAttention(nn.Module):" in stub and "import torch" in stub
+    assert "--assignment cs231n-multi-head-attention" in stub
+    notebook = files["cs231n-multi-head-attention.ipynb"]
+    assert "assignment='cs231n-multi-head-attention'" in notebook
+    function_kit = kit_files("cs336-attention")["cs336-attention.py"]
+    assert "def scaled_dot_product_attention(Q, K, V, mask=None):" in function_kit
+    path = tmp_path / "stub.py"
+    path.write_text(function_kit)
+    if importlib.util.find_spec("torch") is not None:
+        report = _grade_cli(path, "--assignment", "cs336-attention")
+        assert "not implemented yet" in report["errors"][0]["message"]
+
+
+def test_course_interface_code_is_checked_in_the_action_and_pytest_plugin(
+        course: Path, tmp_path: Path) -> None:
+    correct = tmp_path / "correct.py"
+    correct.write_text(COURSE_CORRECT)
+    ini = tmp_path / "pytest.ini"
+    ini.write_text(textwrap.dedent(f"""\
+        [pytest]
+        attention_submission = {correct}
+        attention_assignment = {course}
+        """))
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-c", str(ini), str(tmp_path)], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
