@@ -73,3 +73,17 @@ def test_hidden_seeds_change_no_verdict(tmp_path: Path, assignment: str, seed: i
         assert sorted(row["misconceptions"]) == expected, (path.name, row)
         if not expected:
             assert row["score"] == row["max_score"], (path.name, row["failed_checks"])
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_code_right_wherever_it_runs_is_accused_of_nothing(seed: int) -> None:
+    """Masking not written yet (every masked call raises): the crashes cost points and are
+    reported, with every test input they hit; no misconception is named, not even
+    no-batch-support (the batched calls that ran are right)."""
+    path = SUBMISSIONS / "partial" / "attention" / "correct_but_masks_todo.py"
+    report = grade(path, assignment="attention", seed=seed)
+    validate(report)
+    assert report["misconceptions"] == []
+    assert report["score"] < report["max_score"]
+    [error] = report["errors"]
+    assert error["kind"] == "runtime-error" and "masked" in error["message"]

@@ -190,7 +190,7 @@ def _softmax_sums(r: Outcomes) -> Verdict:
         axis = probe.args[1] if len(probe.args) > 1 else -1
         if out.shape != probe.args[0].shape or not np.allclose(out.sum(axis=axis), 1.0,
                                                                atol=1e-3) or out.min() < -ATOL:
-            return False, (f"on probe '{probe_id}' the slices along axis={axis} should be "
+            return False, (f"on test input '{probe_id}' the slices along axis={axis} should be "
                            "non-negative and sum to 1.")
     return True, "the slices along the requested axis are distributions."
 
@@ -282,7 +282,7 @@ def evaluate(checks: tuple[Concept, ...], results: Outcomes) -> list[tuple[Conce
         if failed:
             outcome = results[failed[0]][1] if failed[0] in results else None
             why = outcome.message.splitlines()[-1] if outcome and outcome.message else "no output"
-            verdicts.append((concept, False, f"the call on probe '{failed[0]}' failed: {why}"))
+            verdicts.append((concept, False, f"the call on test input '{failed[0]}' failed: {why}"))
             continue
         try:
             passed, message = concept.check(results)

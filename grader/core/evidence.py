@@ -51,7 +51,7 @@ def explain(matcher: Matcher, misconception_id: str, recipe: Recipe,
                 if shown is not None else row.title + ".")
     index = min(telling, key=lambda i: (matcher.probes[i].size, i))
     probe = matcher.probes[index]
-    lines = [f"On probe '{probe.id}' {_sentence(row, assignment, probe, recipe)}."]
+    lines = [f"On test input '{probe.id}' {_sentence(row, assignment, probe, recipe)}."]
     outcome = matcher.outcomes[index]
     correct, _ = assignment.reference(*probe.args)
     correct = np.asarray(correct, dtype=np.float64)
@@ -151,6 +151,6 @@ def mutation_evidence(assignment: Assignment, probes: Sequence[Probe],
     if mutated is None:
         return None
     probe, name = mutated
-    return (f"After the call on probe '{probe.id}', {name} differs from what was passed in (the "
+    return (f"After the call on test input '{probe.id}', {name} differs from what was passed in (the "
             f"caller's array was modified in place).\nReproduce it with:\n"
             f"{call_text(assignment, probe)}\nprint({name})")

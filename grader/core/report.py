@@ -135,23 +135,24 @@ def call_errors(probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
     errors: dict[str, GraderError] = {}
     for probe, outcome, expected in zip(probes, outcomes, reference_outputs):
         if outcome.error_kind and outcome.error_kind not in errors:
-            count = sum(o.error_kind == outcome.error_kind for o in outcomes)
+            failed = [o.probe_id for o in outcomes if o.error_kind == outcome.error_kind]
+            listed = ", ".join(failed[:10]) + (", ..." if len(failed) > 10 else "")
             last = outcome.message.strip()
             errors[outcome.error_kind] = GraderError(
                 outcome.error_kind,
-                f"{count} of {len(outcomes)} calls failed this way; first on probe "
-                f"'{probe.id}': {last}")
+                f"{len(failed)} of {len(outcomes)} calls failed this way (test inputs: {listed}); "
+                f"first on test input '{probe.id}': {last}")
         if not outcome.ok or expected is None:
             continue
         assert outcome.output is not None
         if outcome.output.shape != expected.shape and "wrong-shape" not in errors:
             errors["wrong-shape"] = GraderError(
-                "wrong-shape", f"on probe '{probe.id}' the output has shape "
+                "wrong-shape", f"on test input '{probe.id}' the output has shape "
                 f"{tuple(outcome.output.shape)}; expected {tuple(expected.shape)}.")
         elif (outcome.output.shape == expected.shape and "non-finite-output" not in errors
               and not np.all(np.isfinite(outcome.output)) and np.all(np.isfinite(expected))):
             errors["non-finite-output"] = GraderError(
-                "non-finite-output", f"on probe '{probe.id}' the output contains NaN or inf "
+                "non-finite-output", f"on test input '{probe.id}' the output contains NaN or inf "
                 "where the correct result is finite.")
     return list(errors.values())
 

@@ -38,8 +38,8 @@ def _selected(selector: dict[str, list[str]], probe: Probe) -> bool:
 
 def probe_mismatch(probe: Probe, outcome: CallOutcome, reference: Outputs) -> str:
     """Empty when the call matches the reference, else why not (first broken contract first)."""
-    if not outcome.ok:
-        return f"the call failed ({outcome.error_kind}): {outcome.message.strip().splitlines()[-1] if outcome.message else ''}"
+    if not outcome.ok:  # the error itself is in the report once, with every probe it hit
+        return f"the call failed ({outcome.error_kind}; see the errors)"
     assert outcome.output is not None
     expected, expected_weights = reference
     large = "large" in probe.tags
@@ -66,11 +66,11 @@ def _reference_check(spec: dict[str, Any], assignment: Assignment, probes: Seque
     failing = [i for i in chosen if mismatches[i]]
     points = partial_credit(spec["points"], len(chosen) - len(failing), len(chosen))
     if not failing:
-        message = f"{len(chosen)} / {len(chosen)} probes match the reference."
+        message = f"{len(chosen)} / {len(chosen)} test inputs give the right answer."
     else:
         first = min(failing, key=lambda i: (probes[i].size, i))
-        message = (f"{len(chosen) - len(failing)} / {len(chosen)} probes match the reference. "
-                   f"Smallest failing probe '{probes[first].id}' "
+        message = (f"{len(chosen) - len(failing)} / {len(chosen)} test inputs give the right answer. "
+                   f"Smallest failing one, '{probes[first].id}' "
                    f"({_shape_text(assignment, probes[first])}): {mismatches[first]}")
     bank = sorted({b for i in chosen for b in probes[i].question_bank})
     return CheckResult(spec["id"], "reference", not failing, round(points, 4),
@@ -83,14 +83,14 @@ def _inputs_unchanged(assignment: Assignment, probes: Sequence[Probe],
     if mutated is None:
         return True, "no input array is modified."
     probe, name = mutated
-    return False, f"the call on probe '{probe.id}' modified {name} in place."
+    return False, f"the call on test input '{probe.id}' modified {name} in place."
 
 
 def _same_twice(probes: Sequence[Probe], outcomes: Sequence[CallOutcome]) -> tuple[bool, str]:
     for probe, outcome in zip(probes, outcomes):
         if probe.repeat:
             if not outcome.ok or outcome.repeat_output is None:
-                return False, f"the call on probe '{probe.id}' failed."
+                return False, f"the call on test input '{probe.id}' failed."
             assert outcome.output is not None
             same = outcome.output.shape == outcome.repeat_output.shape and np.allclose(
                 outcome.output, outcome.repeat_output, rtol=1e-9, atol=1e-12, equal_nan=True)
@@ -184,7 +184,7 @@ def _first_failure(outcomes: Sequence[CallOutcome]) -> str:
     for outcome in outcomes:
         if not outcome.ok:
             last = outcome.message.strip().splitlines()[-1] if outcome.message.strip() else ""
-            return f"First failure, probe '{outcome.probe_id}' ({outcome.error_kind}): {last}"
+            return f"First failure, test input '{outcome.probe_id}' ({outcome.error_kind}): {last}"
     return ""
 
 

@@ -20,30 +20,59 @@ def _block(text: str, indent: str) -> str:
     return "\n".join(indent + line for line in text.splitlines())
 
 
-def render(report: dict[str, Any]) -> str:
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= 160 else line[:157] + "..."
+
+
+def summary(report: dict[str, Any]) -> list[str]:
+    """The first screen: the score, then each finding and each error in a line or two."""
     meta = report.get("metadata", {})
     function = meta.get("function") or report["assignment"]
     out = [f"attention-grader: {report['assignment']} ({function}) - {meta.get('submission', '')}",
            f"Score: {report['score']:g} / {report['max_score']:g}"
            + ("" if report["status"] == "graded" else "  (could not be graded)"), ""]
-    if report["errors"]:
-        out.append("Errors")
+    if report["misconceptions"] or report["errors"]:
+        out.append("What to fix")
+        for number, item in enumerate(report["misconceptions"], 1):
+            out.append(f"  {number}. {item['title']} ({item['id']})")
+            out.append(_wrap(_first_line(item["evidence"]), "     "))
         for error in report["errors"]:
-            out.append(f"  [{error['kind']}]")
-            out.append(_block(error["message"], "    "))
+            out.append(f"  - {error['kind']}: {_first_line(error['message'])}")
         out.append("")
+    verdict = unexplained(report)
+    if verdict:
+        out += [verdict, ""]
+    if report["status"] == "graded" and not report["misconceptions"] and (
+            report["score"] == report["max_score"]):
+        out += ["All checks pass and no misconception was found.", ""]
+    for note in ("precision_note",):
+        if meta.get(note):
+            out += [f"Note: {meta[note]}.", ""]
+    for skipped in meta.get("not_probed", [])[:1]:
+        checks = ", ".join(n["check"] for n in meta["not_probed"])
+        out += [f"Not tested ({skipped['why']}): {checks}.", ""]
+    return out
+
+
+def render(report: dict[str, Any]) -> str:
+    out = summary(report)
     if report["misconceptions"]:
-        out.append("Misconceptions found")
+        out.append("Details")
         for item in report["misconceptions"]:
             out.append(f"  * {item['id']}: {item['title']}")
             out.append(_wrap(item["explanation"], "      "))
             out.append("      Evidence:")
             out.append(_block(item["evidence"], "        "))
             if item["question_bank"]:
-                out.append(f"      Question bank: {', '.join(item['question_bank'])}")
+                out.append(f"      Read more: question bank items "
+                           f"{', '.join(item['question_bank'])}")
         out.append("")
-    elif unexplained(report):
-        out.append(str(unexplained(report)))
+    if report["errors"]:
+        out.append("Errors in full")
+        for error in report["errors"]:
+            out.append(f"  [{error['kind']}]")
+            out.append(_block(error["message"], "    "))
         out.append("")
     if report["checks"]:
         out.append("Checks")
@@ -52,9 +81,4 @@ def render(report: dict[str, Any]) -> str:
             out.append(f"  [{mark}] {check['id']} ({check['points']:g}/{check['max_points']:g})")
             if not check["passed"]:
                 out.append(_wrap(check["message"], "      "))
-    if report["status"] == "graded" and not report["misconceptions"] and (
-        report["score"] == report["max_score"]
-    ):
-        out.append("")
-        out.append("All checks pass and no misconception was found.")
     return "\n".join(out).rstrip() + "\n"

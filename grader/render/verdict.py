@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 #: how scoring says a check failed because calls failed, not because of the values
-CALL_FAILURES = ("the call failed (", "the call on probe", "calls returned a numeric array")
+CALL_FAILURES = ("the call failed (", "the call on test input", "calls returned a numeric array")
 
 
 def unexplained(report: dict[str, Any]) -> str | None:
