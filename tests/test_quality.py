@@ -146,3 +146,25 @@ def test_mismatch_messages_say_what_came_what_was_expected_and_where(
     assert message.startswith(words) if words else message == ""
     if "differ" in words:
         assert message.endswith("got 0.75, expected 0.5.")
+
+
+def test_a_large_public_test_input_is_fetched_by_name_and_reproduces_the_numbers() -> None:
+    """The reproducing call of a multi-head finding pastes no 12 x 12 matrix: it fetches the
+    test input by name, and running it gives the number the evidence quotes."""
+    import re
+
+    from grader import probe_inputs
+
+    assignment = get("multi_head_attention")
+    student = _student(assignment, {"scale": "none"})
+    report = grade_function(student, "multi_head_attention")
+    evidence = report["misconceptions"][0]["evidence"]
+    assert "np.array(" not in evidence and "probe_inputs(" in evidence
+    call = evidence.split("Reproduce it with:\n", 1)[1]
+    namespace: dict[str, Any] = {"multi_head_attention": student,
+                                 "probe_inputs": probe_inputs}
+    exec(call.replace("from grader import probe_inputs\n", "").replace(  # noqa: S102
+        "multi_head_attention(", "result = multi_head_attention(", 1), namespace)
+    index, yours = re.search(r"At index \(([\d, ]+)\): yours ([-\d.e]+)", evidence).groups()
+    at = tuple(int(i) for i in index.split(","))
+    assert abs(float(namespace["result"][at]) - float(yours)) < 1e-5

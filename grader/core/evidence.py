@@ -10,7 +10,7 @@ import numpy as np
 
 from grader.core.assignments import Assignment
 from grader.core.compare import FAR
-from grader.model import Array, CallOutcome, Probe
+from grader.model import DEFAULT_SEED, Array, CallOutcome, Probe
 from reference import catalogue
 
 Recipe = Mapping[str, str]
@@ -96,11 +96,23 @@ def _num(value: object) -> str:
 
 
 MAX_CALL_CHARS = 12_000
+#: past this many numbers a public test input is fetched by name, not pasted
+MAX_PASTED_NUMBERS = 48
 
 
 def call_text(assignment: Assignment, probe: Probe) -> str:
-    """The probe as Python the student can paste (arrays abbreviated when they are too long)."""
+    """The probe as Python the student can paste: small arrays written out; a larger public
+    test input fetched by name with ``grader.probe_inputs`` (a hidden one's arrays are written
+    out, since naming it would need the secret seed)."""
     names = assignment.arg_names
+    used = {id(v): n for n, v in reversed(list(zip(names, probe.args)))}
+    numbers = sum(v.size for v in probe.args if isinstance(v, np.ndarray))
+    if numbers > MAX_PASTED_NUMBERS and probe.meta.get("seed") == DEFAULT_SEED:
+        call_args = [used[id(v)] if isinstance(v, np.ndarray) else repr(v) for v in probe.args]
+        return (f"from grader import probe_inputs\n"
+                f"{', '.join(names[:len(probe.args)])} = "
+                f"probe_inputs({assignment.task.name!r}, {probe.id!r})\n"
+                f"{assignment.function}({', '.join(call_args)})")
     lines = ["import numpy as np"]
     call_args = []
     seen: dict[int, str] = {}

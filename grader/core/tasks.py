@@ -8,6 +8,7 @@ is. A new task is a new record here, plus the catalogue rows that apply to it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -97,5 +98,20 @@ TASKS: Mapping[str, Task] = {
 
 
 def build_probes(task: str, seed: int) -> list[Probe]:
-    """The probes of ``task``; the same seed always gives the same probes."""
-    return TASKS[task].make_probes(probes.Maker(seed, task))
+    """The probes of ``task``; the same seed always gives the same probes (each knows it)."""
+    made = TASKS[task].make_probes(probes.Maker(seed, task))
+    return [dataclasses.replace(p, meta={**p.meta, "seed": seed}) for p in made]
+
+
+def probe_inputs(task: str, probe_id: str, seed: int = 0) -> tuple[Any, ...]:
+    """The arguments of one test input, fresh copies (what a report's reproducing call uses)."""
+    import numpy as np
+
+    for probe in build_probes(task, seed):
+        if probe.id == probe_id:
+            copies: dict[int, Any] = {}
+            for value in probe.args:
+                if isinstance(value, np.ndarray) and id(value) not in copies:
+                    copies[id(value)] = value.copy()
+            return tuple(copies.get(id(v), v) for v in probe.args)
+    raise KeyError(f"no test input {probe_id!r} in {task!r}")
