@@ -17,7 +17,7 @@ from typing import Any
 from grader.config import Limits
 from grader.model import Submission, printable_name
 from grader.sandbox import forkserver, wire
-from grader.sandbox.processes import child_environment, kill_run, own_children
+from grader.sandbox.processes import child_environment, kill_run, own_children, settle_and_reap
 
 WORKER = Path(__file__).with_name("worker.py")
 PACKAGE_ROOTS = (Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[2] / "reference")
@@ -128,14 +128,15 @@ class Child:
         return "crashed", f"the submission's process exited with status {code} during the call"
 
     def stop(self) -> None:
-        kill_run(self.process.pid, self.marker, self.spared)
+        # everything is killed before this returns; the dying are reaped in the background:
+        # the kernel takes a moment (a fifth of a second here) to take down the namespaces
+        # they leave, and no grading need wait for it
+        kill_run(self.process.pid, self.marker, self.spared, settle=False)
         if self.server is not None:  # the server reaps its forks; it is told to sweep up
             self.server.sweep()
         else:
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
+            threading.Thread(target=settle_and_reap, args=(self.process, self.process.pid),
+                             daemon=True).start()
         for fd in (self.request_write, self.result_read):
             try:
                 os.close(fd)

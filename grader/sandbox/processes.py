@@ -10,6 +10,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 PR_SET_CHILD_SUBREAPER = 36
 MARKER_VARIABLE = "ATTENTION_GRADER_RUN"
@@ -144,15 +145,19 @@ def own_children() -> set[int]:
     return {pid for pid in pids if (_proc_status(pid) or (0, 0))[0] == me}
 
 
-def kill_run(pid: int, marker: str, spared: set[int]) -> None:
-    """SIGKILL the child's process group and every process the run left behind; reap ours."""
+def kill_run(pid: int, marker: str, spared: set[int], *, settle: bool = True) -> None:
+    """SIGKILL the child's process group and every process the run left behind; reap ours.
+    ``settle=False`` returns once everything is killed, without waiting for the dying to be
+    gone (see ``settle_and_reap``)."""
     _ended_sessions.append(pid)
     del _ended_sessions[:-64]
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
     killed: set[int] = set()
     for _ in range(50):
-        strays = stray_processes(pid, marker, spared | {pid})
+        # the killed may take a while to go (the kernel takes down their namespaces): only a
+        # process not yet killed keeps this loop going
+        strays = [s for s in stray_processes(pid, marker, spared | {pid}) if s not in killed]
         if not strays:
             break
         for stray in strays:
@@ -163,9 +168,18 @@ def kill_run(pid: int, marker: str, spared: set[int]) -> None:
         _reap(killed)
         time.sleep(0.002)
     _reap(killed)
-    _settle(pid)
+    if settle:
+        _settle(pid)
     if len(_killed) > 4096:  # pids are reused: forget the oldest guesses
         _killed.clear()
+
+
+def settle_and_reap(leader: Any, session: int) -> None:
+    """After ``kill_run(..., settle=False)``: wait for the killed child (a ``Popen``), then reap
+    what of its session came to us when it went. Meant for a background thread."""
+    with contextlib.suppress(Exception):
+        leader.wait(timeout=30)
+    _settle(session, 5.0)
 
 
 def _settle(session: int, seconds: float = 1.0) -> None:
