@@ -168,3 +168,21 @@ def test_a_large_public_test_input_is_fetched_by_name_and_reproduces_the_numbers
     index, yours = re.search(r"At index \(([\d, ]+)\): yours ([-\d.e]+)", evidence).groups()
     at = tuple(int(i) for i in index.split(","))
     assert abs(float(namespace["result"][at]) - float(yours)) < 1e-5
+
+
+def test_every_view_starts_with_what_to_fix() -> None:
+    """Text, Markdown and HTML open with the score and one line per misconception, carrying the
+    numbers that show it; nothing of it under a hidden seed's always-visible Markdown."""
+    from grader.render import html, markdown, text
+
+    assignment = get("attention")
+    report = grade_function(_student(assignment, {"scale": "dk", "mask": "inverted"}),
+                            "attention")
+    first = report["misconceptions"][0]["evidence"].splitlines()[0]
+    for view in (text.render(report), markdown.render(report), html.render(report)):
+        head = view[: view.index("scale-by-dk") + 400]
+        assert "What to fix" in head and "mask-inverted" in view[: view.index("Details") if
+                                                                   "Details" in view else None]
+    assert first.split(";")[0] in text.render(report).split("Details")[0]
+    hidden = markdown.render(report, evidence=False).split("### Misconceptions")[0]
+    assert "What to fix" in hidden and first.split(";")[0] not in hidden

@@ -5,7 +5,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from grader.render.verdict import unexplained
+from grader.render.verdict import first_line, unexplained
 
 _STYLE = (
     "<style>.ag{font-family:system-ui,sans-serif;max-width:60em;line-height:1.4}"
@@ -25,6 +25,12 @@ def render(report: dict[str, Any]) -> str:
              + ("" if graded else " (the submission could not be graded)") + "</p>"]
     if meta.get("submission"):
         parts.append(f"<p>Submission: <code>{escape(str(meta['submission']))}</code></p>")
+    if report["misconceptions"] or report["errors"]:  # the first screen: what to fix
+        items = [f"<li>{escape(m['title'])} (<code>{escape(m['id'])}</code>): "
+                 f"{escape(first_line(m['evidence']))}</li>" for m in report["misconceptions"]]
+        items += [f"<li>{escape(e['kind'])}: {escape(first_line(e['message']))}</li>"
+                  for e in report["errors"]]
+        parts.append("<p><b>What to fix</b></p><ol>" + "".join(items) + "</ol>")
     for error in report["errors"]:
         parts.append(f"<p class='fail'>Error ({escape(error['kind'])})</p>"
                      f"<pre>{escape(error['message'])}</pre>")

@@ -11,7 +11,9 @@ import html
 import re
 from typing import Any
 
-_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
+from grader.render.verdict import first_line, unexplained
+
+_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 #: errors that happen before any probe runs: their messages cannot show a probe's values
 LOADING_ERRORS = frozenset({"syntax-error", "invalid-notebook", "missing-function",
                             "forbidden-import", "isolation-unavailable"})
@@ -27,7 +29,8 @@ def fence(text: str) -> str:
 
 
 def inline(text: str) -> str:
-    """``text`` as one line of plain Markdown: HTML and Markdown syntax shown, never applied."""
+    """``text`` as one line of plain Markdown: HTML and Markdown syntax shown, never applied
+    (emphasis, code, links and table cells need their marks escaped; the rest is plain)."""
     escaped = _SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
     return " ".join(escaped.split())
 
@@ -54,6 +57,18 @@ def render(report: dict[str, Any], *, evidence: bool = True) -> str:
     ]
     if meta.get("submission"):
         lines += [f"Submission: {inline(str(meta['submission']))}", ""]
+    if report["misconceptions"] or report["errors"]:  # the first screen: what to fix
+        lines += ["**What to fix**", ""]
+        for number, item in enumerate(report["misconceptions"], 1):
+            shown = f": {inline(first_line(item['evidence']))}" if evidence else ""
+            lines.append(f"{number}. {inline(item['title'])} (`{item['id']}`){shown}")
+        for error in report["errors"]:
+            lines.append(f"- {inline(error['kind'])}: "
+                         f"{inline(first_line(error_text(error, evidence=evidence)))}")
+        lines.append("")
+    verdict = unexplained(report)
+    if verdict:
+        lines += [verdict, ""]
     for error in report["errors"]:
         lines += [f"**Error ({inline(error['kind'])})**", "",
                   fence(error_text(error, evidence=evidence)), ""]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from grader.render.verdict import unexplained
+from grader.render.verdict import first_line, unexplained
 
 
 def _wrap(text: str, indent: str) -> str:
@@ -20,11 +20,6 @@ def _block(text: str, indent: str) -> str:
     return "\n".join(indent + line for line in text.splitlines())
 
 
-def _first_line(text: str) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= 160 else line[:157] + "..."
-
-
 def summary(report: dict[str, Any]) -> list[str]:
     """The first screen: the score, then each finding and each error in a line or two."""
     meta = report.get("metadata", {})
@@ -36,9 +31,9 @@ def summary(report: dict[str, Any]) -> list[str]:
         out.append("What to fix")
         for number, item in enumerate(report["misconceptions"], 1):
             out.append(f"  {number}. {item['title']} ({item['id']})")
-            out.append(_wrap(_first_line(item["evidence"]), "     "))
+            out.append(_wrap(first_line(item["evidence"]), "     "))
         for error in report["errors"]:
-            out.append(f"  - {error['kind']}: {_first_line(error['message'])}")
+            out.append(f"  - {error['kind']}: {first_line(error['message'])}")
         out.append("")
     verdict = unexplained(report)
     if verdict:

@@ -20,3 +20,9 @@ def unexplained(report: dict[str, Any]) -> str | None:
                 "cost; no check failed on the values your function did return.")
     return ("None of the known mistakes explains your outputs; the failed checks below say "
             "which properties are broken.")
+
+
+def first_line(text: str, limit: int = 160) -> str:
+    """The first line of a message, cut to ``limit`` characters (the first screen's form)."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 3] + "..."
