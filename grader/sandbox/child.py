@@ -21,6 +21,8 @@ from grader.sandbox.processes import child_environment, kill_run, own_children, 
 
 WORKER = Path(__file__).with_name("worker.py")
 PACKAGE_ROOTS = (Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[2] / "reference")
+#: the background threads that reap a finished child (``settle_and_reap``)
+REAPER_THREAD = "attention-grader-reaper"
 #: layers not to try (comma-separated names, or ``namespaces``): for testing the fallbacks
 SKIP_LAYERS_VARIABLE = "ATTENTION_GRADER_SKIP_LAYERS"
 
@@ -136,7 +138,7 @@ class Child:
             self.server.sweep()
         else:
             threading.Thread(target=settle_and_reap, args=(self.process, self.process.pid),
-                             daemon=True).start()
+                             name=REAPER_THREAD, daemon=True).start()
         for fd in (self.request_write, self.result_read):
             try:
                 os.close(fd)
