@@ -186,3 +186,11 @@ def test_every_view_starts_with_what_to_fix() -> None:
     assert first.split(";")[0] in text.render(report).split("Details")[0]
     hidden = markdown.render(report, evidence=False).split("### Misconceptions")[0]
     assert "What to fix" in hidden and first.split(";")[0] not in hidden
+
+
+def test_the_child_knows_the_same_canonical_arguments_as_the_registry() -> None:
+    """interface.py runs in the child, which never imports the grader, so it keeps its own
+    copy of the table."""
+    from grader.sandbox import interface
+
+    assert interface.CANONICAL_ARGUMENTS == registry.CANONICAL_ARGUMENTS

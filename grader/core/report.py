@@ -3,6 +3,7 @@ validated against the shipped schema."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -46,31 +47,15 @@ class MisconceptionEntry:
                 "evidence": self.evidence, "question_bank": list(self.question_bank)}
 
 
-@dataclass(frozen=True)
-class CheckEntry:
-    id: str
-    category: str
-    passed: bool
-    points: float
-    max_points: float
-    message: str
-    question_bank: tuple[str, ...] = ()
-    hidden: bool = False
-
-    @classmethod
-    def of(cls, check: CheckResult) -> CheckEntry:
-        return cls(check.id, check.category, check.passed, check.points, check.max_points,
-                   _clean(check.message), tuple(check.question_bank), check.hidden)
-
-    def to_dict(self) -> dict[str, Any]:
-        entry: dict[str, Any] = {
-            "id": self.id, "category": self.category, "passed": self.passed,
-            "points": self.points, "max_points": self.max_points, "message": self.message,
-            "question_bank": list(self.question_bank),
-        }
-        if self.hidden:
-            entry["hidden"] = True
-        return entry
+def _check_dict(check: CheckResult) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "id": check.id, "category": check.category, "passed": check.passed,
+        "points": check.points, "max_points": check.max_points, "message": check.message,
+        "question_bank": list(check.question_bank),
+    }
+    if check.hidden:
+        entry["hidden"] = True
+    return entry
 
 
 @dataclass(frozen=True)
@@ -96,7 +81,7 @@ class Report:
     score: float
     max_score: float
     misconceptions: tuple[MisconceptionEntry, ...] = ()
-    checks: tuple[CheckEntry, ...] = ()
+    checks: tuple[CheckResult, ...] = ()  # messages cleaned (see ``build``)
     errors: tuple[ErrorEntry, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
 
@@ -108,7 +93,7 @@ class Report:
             "score": self.score,
             "max_score": self.max_score,
             "misconceptions": [m.to_dict() for m in self.misconceptions],
-            "checks": [c.to_dict() for c in self.checks],
+            "checks": [_check_dict(c) for c in self.checks],
             "errors": [e.to_dict() for e in self.errors],
             "metadata": self.metadata,
         }
@@ -120,8 +105,8 @@ class Report:
             data["assignment"], data["status"], data["score"], data["max_score"],
             tuple(MisconceptionEntry(m["id"], m["title"], m["explanation"], m["evidence"],
                                      tuple(m["question_bank"])) for m in data["misconceptions"]),
-            tuple(CheckEntry(c["id"], c["category"], c["passed"], c["points"], c["max_points"],
-                             c["message"], tuple(c["question_bank"]), c.get("hidden", False))
+            tuple(CheckResult(c["id"], c["category"], c["passed"], c["points"], c["max_points"],
+                              c["message"], tuple(c["question_bank"]), c.get("hidden", False))
                   for c in data["checks"]),
             tuple(ErrorEntry(e["kind"], e["message"]) for e in data["errors"]),
             dict(data.get("metadata", {})),
@@ -164,7 +149,9 @@ def build(*, assignment: str, status: str, score: float, max_score: float,
     """The report; ``conventions`` (a course's, see ``catalogue.wording``) word the findings."""
     return Report(assignment, status, round(float(score), 4), round(float(max_score), 4),
                   tuple(MisconceptionEntry.of(f, conventions) for f in findings),
-                  tuple(CheckEntry.of(c) for c in checks),
+                  tuple(dataclasses.replace(c, message=_clean(c.message),
+                                            question_bank=tuple(c.question_bank))
+                        for c in checks),
                   tuple(ErrorEntry.of(e) for e in errors), metadata or {})
 
 

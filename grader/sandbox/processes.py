@@ -49,14 +49,20 @@ def become_subreaper() -> bool:
         return False
 
 
-def _proc_status(pid: int) -> tuple[int, int] | None:
-    """(parent pid, session id) of a live (not zombie) process, from /proc."""
+def _stat(pid: int | str) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (state, parent, group, session,
+    ...), or None when the process is gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = stat[stat.rfind(")") + 2 :].split()
-    if fields[0] in ("Z", "X"):
+    return stat[stat.rfind(")") + 2 :].split()
+
+
+def _proc_status(pid: int) -> tuple[int, int] | None:
+    """(parent pid, session id) of a live (not zombie) process, from /proc."""
+    fields = _stat(pid)
+    if fields is None or fields[0] in ("Z", "X"):
         return None
     return int(fields[1]), int(fields[3])
 
@@ -110,12 +116,8 @@ def reap_zombies(since: int | None = None) -> None:
     except OSError:
         return
     for pid in pids:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if fields[0] != "Z" or int(fields[1]) != me:
+        fields = _stat(pid)
+        if fields is None or fields[0] != "Z" or int(fields[1]) != me:
             continue
         started = int(fields[19])
         if (int(fields[3]) in sessions or pid in _killed or _lived_in_a_namespace(pid)
@@ -192,14 +194,8 @@ def _settle(session: int, seconds: float = 1.0) -> None:
         waiting = False
         with contextlib.suppress(OSError):
             for name in os.listdir("/proc"):
-                if not name.isdigit():
-                    continue
-                try:
-                    stat = Path(f"/proc/{name}/stat").read_text()
-                except OSError:
-                    continue
-                fields = stat[stat.rfind(")") + 2 :].split()
-                if int(fields[3]) != session:
+                fields = _stat(name) if name.isdigit() else None
+                if fields is None or int(fields[3]) != session:
                     continue
                 if fields[0] == "Z" and int(fields[1]) == me and int(name) != session:
                     with contextlib.suppress(ChildProcessError):
