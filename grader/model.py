@@ -54,6 +54,8 @@ class Probe:
     repeat: bool = False
     #: what concept checks need to know about how the probe was built
     meta: Mapping[str, Any] = field(default_factory=dict)
+    #: call once more, recording the intermediate arrays line by line (``grader.core.locate``)
+    traced: bool = False
 
     @property
     def batched(self) -> bool:
@@ -62,6 +64,20 @@ class Probe:
     @property
     def size(self) -> int:
         return sum(int(getattr(a, "size", 0)) for a in self.args if hasattr(a, "shape"))
+
+
+@dataclass(frozen=True)
+class TracedValue:
+    """An array the submission's code computed during a traced call, and where: ``cell`` is the
+    notebook cell (None for a .py file), ``line`` the line in it, ``depth`` how many calls below
+    the graded function; ``changes_input``: this line changed an input array in place (the
+    array is then the input as changed)."""
+
+    cell: int | None
+    line: int
+    depth: int
+    array: Array
+    changes_input: bool = False
 
 
 @dataclass(frozen=True)
@@ -80,6 +96,7 @@ class CallOutcome:
     repeat_output: Array | None = None
     inputs_after: tuple[Array, ...] = ()
     seconds: float = 0.0
+    traced: tuple[TracedValue, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -92,6 +109,8 @@ class GraderError:
 
     kind: str
     message: str
+    #: False for an error that did not change the score (shown as a note after the grade)
+    affects_grade: bool = True
 
     def __post_init__(self) -> None:
         if self.kind not in ERROR_KINDS:
@@ -99,11 +118,23 @@ class GraderError:
 
 
 @dataclass(frozen=True)
+class SourcePlace:
+    """A line of the submission: the notebook cell (None for a .py file), the line in it, its
+    text, and which value of the computation it computes (see ``grader.core.locate``)."""
+
+    cell: int | None
+    line: int
+    code: str
+    computes: str
+
+
+@dataclass(frozen=True)
 class Finding:
-    """A misconception the submission's outputs show."""
+    """A misconception the submission's outputs show, and the line where it enters if known."""
 
     id: str
     evidence: str
+    place: SourcePlace | None = None
 
 
 @dataclass(frozen=True)

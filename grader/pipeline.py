@@ -107,7 +107,8 @@ def grade(path: str | Path, *, assignment: str | None = None, seed: int = DEFAUL
 
     spec = get(chosen)
     metadata["function"] = spec.function
-    return finish(evaluate(spec, planned.probes, outcomes, load_errors, metadata))
+    return finish(evaluate(spec, planned.probes, outcomes, load_errors, metadata,
+                           sources=submission.sources))
 
 
 class _Plan:
@@ -147,8 +148,10 @@ def grade_or_crashed(path: str | Path, *, assignment: str | None = None,
 
 
 def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
-             load_errors: Sequence[GraderError], metadata: dict[str, Any]) -> dict[str, Any]:
-    """Diagnose and score the outcomes of the calls (pure: arrays in, report out)."""
+             load_errors: Sequence[GraderError], metadata: dict[str, Any],
+             sources: Sequence[str] = ()) -> dict[str, Any]:
+    """Diagnose and score the outcomes of the calls (pure: arrays in, report out); the
+    submission's ``sources`` let findings quote the line they come from."""
     from grader.core.diagnose import diagnose
     from grader.core.report import build, call_errors
     from grader.core.scoring import max_score, score_checks
@@ -170,10 +173,13 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
     import numpy as np
 
     with np.errstate(all="ignore"):  # student outputs may hold inf/NaN: judged, not warned about
-        findings = diagnose(spec, probes, outcomes)
+        findings = diagnose(spec, probes, outcomes, sources)
         references = [spec.reference(*p.args) for p in probes]
         checks = score_checks(spec, probes, outcomes, references)
         reference_outputs = [out for out, _ in references]
+        if outcomes and all(o.ok for o in outcomes):
+            # every call worked: a cell that failed while loading changed nothing
+            load_errors = [dataclasses.replace(e, affects_grade=False) for e in load_errors]
         errors = [*load_errors, *call_errors(probes, outcomes, reference_outputs)]
     if metadata.get("hidden_probes"):
         # their messages show secret probe values, or (a failed interface check) text the
@@ -194,7 +200,8 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
             {"check": c["id"], "why": "; ".join(sorted(set(left_out.values())))}
             for c in spec.rubric()["checks"] if c["id"] not in decided]
     return build(assignment=spec.id, status="graded", score=score,
-                 max_score=max_score(spec, probes), conventions=spec.interface.conventions(),
+                 max_score=max_score(spec, probes),
+                 conventions=spec.interface.conventions() | {f"task:{spec.task.name}"},
                  findings=findings, checks=checks, errors=errors, metadata=metadata).to_dict()
 
 

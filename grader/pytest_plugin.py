@@ -76,21 +76,36 @@ class SubmissionFile(pytest.File):
         self.report = report
 
     def collect(self) -> list[pytest.Item]:
+        from grader.render.verdict import grading_errors
+
         report = self.report
-        named = "".join(f"\n  - {m['id']}: {m['title']}" for m in report["misconceptions"])
+        named = "".join(_named(m) for m in report["misconceptions"])
         context = f"\n\nMisconceptions named for this submission:{named}" if named else ""
         items: list[pytest.Item] = []
-        if report["status"] != "graded" or report["errors"]:
-            errors = "\n".join(f"[{e['kind']}] {e['message']}" for e in report["errors"])
+        errors = grading_errors(report)
+        if report["status"] != "graded" or errors:
             items.append(CheckItem.from_parent(
                 self, name="submission-runs", passed=report["status"] == "graded"
-                and not report["errors"], feedback=errors))
+                and not errors, feedback="\n".join(f"[{e['kind']}] {e['message']}"
+                                                   for e in errors)))
         for check in report["checks"]:
             feedback = (f"{check['id']}: {check['points']:g} / {check['max_points']:g} points\n"
                         f"{check['message']}{context}")
             items.append(CheckItem.from_parent(self, name=check["id"], passed=check["passed"],
                                                feedback=feedback))
         return items
+
+
+def _named(item: dict[str, Any]) -> str:
+    """A misconception as a failed check's message lists it: the title, the line, the fix."""
+    from grader.render.verdict import place
+
+    text = f"\n  - {item['id']}: {item['title']}"
+    if place(item):
+        text += f"\n    {place(item)}: {item['location']['code']}"
+    if item.get("fix"):
+        text += f"\n    Fix: {item['fix']}"
+    return text
 
 
 def _seed(config: pytest.Config) -> int:

@@ -46,10 +46,16 @@ class Misconception:
     ignores: frozenset[str] = frozenset()
     #: how it is detected when it has no variant: "input-mutation" or "batch"
     detector: str = "variant"
-    #: the title and explanation in a course whose convention differs from SPEC's, keyed by
-    #: "mask:<convention>" or "projections:<layout>" (the same mistake, told in its terms)
-    in_conventions: Mapping[str, tuple[str, str]] = field(
+    #: the title, explanation and fix in a course whose convention differs from SPEC's, keyed
+    #: by "mask:<convention>" or "projections:<layout>" (the same mistake, told in its terms),
+    #: or in the terms of one task, keyed by "task:<task>"
+    in_conventions: Mapping[str, tuple[str, str, str]] = field(
         default_factory=lambda: MappingProxyType({}))
+    #: what to change, in one sentence, with the code it should become where it is one line
+    fix: str = ""
+    #: the stages (``reference.variants.Stages``) whose line a report may quote as where this
+    #: mistake enters (``grader.core.locate``); none: it is never located
+    stages: tuple[str, ...] = ()
 
 
 def _v(knob: str, *choices: str, only: tuple[str, ...]) -> tuple[Variant, ...]:
@@ -70,6 +76,8 @@ CATALOGUE: tuple[Misconception, ...] = (
         ("A-err-6", "B-11"),
         _v("scale", "dk", only=ATTN_MHA),
         "your scores are divided by d_k = {d_k}; the correct divisor is sqrt(d_k) = {sqrt_dk}",
+        fix='Divide the scores by `np.sqrt(d_k)`, not by `d_k`.',
+        stages=('scaled',),
     ),
     Misconception(
         "no-scaling",
@@ -81,6 +89,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         ("A-err-3", "A-edge-7", "B-27"),
         _v("scale", "none", only=ATTN_MHA),
         "your scores are not divided at all; the correct divisor is sqrt(d_k) = {sqrt_dk}",
+        fix=('Divide the scores by `np.sqrt(d_k)` (with `d_k = Q.shape[-1]`) before the '
+             'softmax.'),
+        stages=('scaled', 'softmax', 'exponentials', 'output'),
     ),
     Misconception(
         "scale-multiplied",
@@ -91,6 +102,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         ("B-11", "B-27"),
         _v("scale", "times_sqrt_dk", only=ATTN_MHA),
         "your scores are multiplied by sqrt(d_k) = {sqrt_dk}; they should be divided by it",
+        fix=('Divide the scores by `np.sqrt(d_k)` instead of multiplying by it (or '
+             'multiply by `d_k ** -0.5`).'),
+        stages=('scaled',),
     ),
     Misconception(
         "scale-by-dv",
@@ -102,6 +116,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         _v("scale", "sqrt_dv", only=ATTN),
         "your scores are divided by sqrt(d_v) = {sqrt_dv}; the correct divisor is "
         "sqrt(d_k) = {sqrt_dk}",
+        fix=('Take d_k from the queries (`d_k = Q.shape[-1]`), not from V, and divide the '
+             'scores by `np.sqrt(d_k)`.'),
+        stages=('scaled',),
     ),
     Misconception(
         "scale-after-softmax",
@@ -112,6 +129,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         ("B-1", "B-2"),
         _v("scale", "after_softmax", only=ATTN_MHA),
         "your weights sum to 1/sqrt(d_k) = {inv_sqrt_dk} per row; they should sum to 1",
+        fix=('Divide the scores by `np.sqrt(d_k)` before the softmax, and use the weights '
+             'exactly as the softmax returns them.'),
+        stages=('weights',),
     ),
     Misconception(
         "softmax-over-queries",
@@ -125,6 +145,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         + _v("normalize", "axis0", "axis1", only=ATTN),
         "the columns of your weights sum to 1 (over the n = {n} queries); the rows, over the "
         "m = {m} keys, should",
+        fix=('Take the softmax along the last axis (`axis=-1`, over the keys), so that '
+             'every row of weights sums to 1.'),
+        stages=('softmax', 'weights', 'output'),
     ),
     Misconception(
         "softmax-global",
@@ -135,6 +158,18 @@ CATALOGUE: tuple[Misconception, ...] = (
         _v("normalize", "global", "global_all", only=ATTN_MHA)
         + _v("normalize", "global", only=("softmax",)),
         "all entries of your result together sum to 1 instead of each row (slice) separately",
+        fix=('Normalise each row on its own: take the max and the sum along `axis=-1` with'
+             ' `keepdims=True`.'),
+        stages=('softmax', 'output'),
+        in_conventions=MappingProxyType({
+            "task:softmax": (
+                "You apply one softmax over the whole array",
+                "A softmax normalises along one axis: every slice along `axis` becomes a "
+                "distribution of its own that sums to 1. One softmax over all the entries makes "
+                "entries of different slices compete with each other, and no slice sums to 1.",
+                "Take the max and the sum along `axis` with `keepdims=True`, not over the whole "
+                "array."),
+        }),
     ),
     Misconception(
         "sum-normalization",
@@ -147,6 +182,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         "your weights equal scores / sum(scores) (some are negative); softmax weights are "
         "exp(score) / sum(exp(score))",
         ignores=frozenset({"masked"}),
+        fix=('Exponentiate first, `e = np.exp(s - s.max(axis=-1, keepdims=True))`, then '
+             'divide `e` by its row sum.'),
+        stages=('softmax', 'output'),
     ),
     Misconception(
         "missing-normalization",
@@ -157,6 +195,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         ("A-tf-2", "B-2"),
         _v("normalize", "exp_only", "exp_shifted_only", only=ALL_TASKS),
         "your weights are exp(scores) without the division by their row sum",
+        fix=('Divide the exponentials by their sum along the same axis: `e / '
+             'e.sum(axis=-1, keepdims=True)`.'),
+        stages=('softmax', 'output'),
     ),
     Misconception(
         "unstable-softmax",
@@ -168,6 +209,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         _v("normalize", "unstable", only=ALL_TASKS),
         "your result has NaN or inf for scores around {big}; with the row maximum subtracted "
         "it is finite",
+        fix=('Subtract the maximum before exponentiating: `np.exp(x - x.max(axis=axis, '
+             'keepdims=True))`.'),
+        stages=('exponentials',),
     ),
     Misconception(
         "softmax-global-max",
@@ -178,6 +222,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         ("B-10",),
         _v("normalize", "global_max", only=ALL_TASKS),
         "a row whose scores lie far below the global maximum comes out as NaN (0/0)",
+        fix=("Subtract the maximum along the softmax's axis, `x.max(axis=axis, "
+             'keepdims=True)`, not `x.max()`.'),
+        stages=('shifted', 'exponentials'),
     ),
     Misconception(
         "softmax-wrong-axis",
@@ -188,6 +235,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         ("A-err-1", "B-2"),
         _v("axis", "last", "first", only=("softmax",)),
         "asked for axis={axis}, your slices sum to 1 along another axis",
+        fix=('Use the `axis` argument you are given in both the max and the sum '
+             '(`axis=axis, keepdims=True`), not a fixed axis.'),
+        stages=('output',),
     ),
     Misconception(
         "blend-keys",
@@ -198,6 +248,8 @@ CATALOGUE: tuple[Misconception, ...] = (
         _v("values", "k", only=ATTN_MHA),
         "your output equals weights @ K (width d_k = {d_k}); it should be weights @ V "
         "(width d_v = {d_v})",
+        fix='Multiply the weights by V, not by K: `weights @ V`.',
+        stages=('heads', 'output'),
     ),
     Misconception(
         "scores-transposed",
@@ -208,6 +260,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         ("A-err-2", "B-12", "B-14"),
         _v("scores", "kqt", only=ATTN_MHA),
         "with n = m = {n} your weights are those of K Q^T (rows indexed by keys)",
+        fix=('Compute the scores as Q K^T, one row per query: `Q @ np.swapaxes(K, -1, '
+             '-2)`.'),
+        stages=('scores', 'scaled'),
     ),
     Misconception(
         "mask-after-softmax",
@@ -218,6 +273,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         ("A-edge-6", "B-15"),
         _v("mask", "after_softmax", only=ATTN_MHA),
         "your masked weights are 0 but the remaining weights of a row sum to less than 1",
+        fix=('Apply the mask to the scores before the softmax, `scores = np.where(mask, '
+             'scores, -np.inf)`, not to the weights after it.'),
+        stages=('weights',),
     ),
     Misconception(
         "mask-zero-fill",
@@ -228,6 +286,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         ("A-edge-6", "B-30"),
         _v("mask", "zero_fill", only=ATTN_MHA),
         "your masked keys still get weight: their scores were set to 0, not to -inf",
+        fix=('Fill the blocked scores with `-np.inf` (or a very large negative number), '
+             'not 0: `np.where(mask, scores, -np.inf)`.'),
+        stages=('masked',),
     ),
     Misconception(
         "mask-inverted",
@@ -245,21 +306,28 @@ CATALOGUE: tuple[Misconception, ...] = (
                 "In this course True means 'this key is blocked' (the convention of "
                 "`torch.nn.MultiheadAttention`'s `attn_mask`). You treated True as 'may attend', "
                 "the convention of `scaled_dot_product_attention`: fill the scores where the "
-                "mask is True with -inf, not where it is False."),
+                "mask is True with -inf, not where it is False.",
+                "Fill with -inf where the mask is True: `scores.masked_fill(mask, float('-inf'))`."),
             "mask:zero-blocks": (
                 "Your mask blocks the keys marked 1 instead of those marked 0",
                 "In this course a 0 in the mask blocks the key: the scores where `mask == 0` are "
                 "filled with a large negative number before the softmax. You blocked the keys "
-                "marked 1, the ones that should be kept."),
+                "marked 1, the ones that should be kept.",
+                'Fill the scores where `mask == 0`: `scores.masked_fill(mask == 0, -1e9)`.'),
             "mask:float-keep": (
                 "Your mask removes the keys marked 1 instead of those marked 0",
                 "In this course the mask is a float: 1 keeps a key, 0 removes it (add "
-                "`(1 - mask) * -1e9` to the logits). You removed the keys marked 1."),
+                "`(1 - mask) * -1e9` to the logits). You removed the keys marked 1.",
+                'Add `(1 - mask) * -1e9` to the scores, so that the keys marked 0 are the ones removed.'),
             "mask:additive": (
                 "Your mask adds -inf where it should add 0",
                 "In this course the mask is added to the scores: 0 where the query may attend, "
-                "-inf where it may not. You blocked the keys the mask keeps."),
+                "-inf where it may not. You blocked the keys the mask keeps.",
+                'Add the mask to the scores as it is, `scores + mask`, without inverting it.'),
         }),
+        fix=('Swap the two branches: `np.where(mask, scores, -np.inf)` keeps the scores '
+             'where the mask is True and blocks the rest.'),
+        stages=('masked',),
     ),
     Misconception(
         "mask-ignored",
@@ -269,6 +337,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         ("A-edge-6",),
         _v("mask", "ignored", only=ATTN_MHA),
         "your output with the mask equals your output without it",
+        fix=('When a mask is given, set the blocked scores to -inf before the softmax: '
+             '`scores = np.where(mask, scores, -np.inf)`.'),
+        stages=('masked', 'softmax', 'exponentials', 'output'),
     ),
     Misconception(
         "scale-by-dmodel",
@@ -281,6 +352,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         _v("scale", "sqrt_dmodel", only=MHA),
         "your scores are divided by sqrt(d_model) = {sqrt_dmodel}; each head should divide by "
         "sqrt(d_k) = {sqrt_dk} with d_k = d_model / num_heads = {d_k}",
+        fix=('Divide by `np.sqrt(d_k)` with the per-head width `d_k = d_model // '
+             'num_heads`, not by `np.sqrt(d_model)`.'),
+        stages=('scaled',),
     ),
     Misconception(
         "heads-not-split",
@@ -294,6 +368,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         "your output equals a single attention over all d_model = {d_model} features; the "
         "{h} heads should each attend separately",
         absorbs=MappingProxyType({"scale": frozenset({"sqrt_dmodel"})}),
+        fix=('Reshape the projected Q, K and V to (..., num_heads, n, d_k), run attention '
+             'in every head, then merge the heads back.'),
+        stages=('scores', 'scaled'),
     ),
     Misconception(
         "split-without-transpose",
@@ -305,6 +382,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         _v("split", "reshape", only=MHA),
         "your heads hold rows of the reshaped (n, d_model) memory rather than feature slices "
         "of each token",
+        fix=('Split with `x.reshape(*batch, n, num_heads, d_k)`, then swap the token and '
+             'head axes: `np.swapaxes(x, -2, -3)`.'),
+        stages=('q_heads', 'k_heads', 'v_heads'),
     ),
     Misconception(
         "missing-output-projection",
@@ -315,6 +395,8 @@ CATALOGUE: tuple[Misconception, ...] = (
         ("A-tf-3", "A-tf-9"),
         _v("output_projection", "none", only=MHA),
         "your output equals the concatenated heads, without the final @ W_o",
+        fix='Multiply the merged heads by W_o before returning them: `merged @ W_o`.',
+        stages=('output',),
     ),
     Misconception(
         "wrong-projection",
@@ -325,6 +407,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         ("A-tf-6", "A-why-7", "B-8"),
         _v("proj_matrices", *_WRONG_PROJECTIONS, only=MHA),
         "your output matches Q, K, V projected with {projection}",
+        fix=('Project each input with its own matrix: `Q = X_q @ W_q`, `K = X_kv @ W_k`, '
+             '`V = X_kv @ W_v`.'),
+        stages=('q', 'k', 'v', 'q_heads', 'k_heads', 'v_heads'),
     ),
     Misconception(
         "projection-transposed",
@@ -340,8 +425,12 @@ CATALOGUE: tuple[Misconception, ...] = (
                 "You project with X @ W instead of X @ W.T",
                 "In this course the weights are in `nn.Linear` layout, (out, in), and a "
                 "projection is `x @ W.T` (what `F.linear(x, W)` computes). You multiplied by W "
-                "itself; with square matrices both run, so only the values tell them apart."),
+                "itself; with square matrices both run, so only the values tell them apart.",
+                "Use the nn.Linear layout: `x @ W.T` (what `F.linear(x, W)` computes), not "
+                "`x @ W`."),
         }),
+        fix="Multiply by the matrices as given, on the right: `X_q @ W_q`, not `X_q @ W_q.T`.",
+        stages=('q', 'k', 'v', 'q_heads', 'k_heads', 'v_heads'),
     ),
     Misconception(
         "key-not-transposed",
@@ -352,6 +441,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         ("A-err-2", "B-12"),
         _v("scores", "qk", only=ATTN_MHA),
         "with m = d_k = {m} your scores are Q @ K, not Q @ K^T",
+        fix=('Swap the last two axes of K before the product: `Q @ np.swapaxes(K, -1, '
+             '-2)`.'),
+        stages=('scores', 'scaled'),
     ),
     Misconception(
         "scale-by-seq-len",
@@ -364,6 +456,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         + _v("scale", "sqrt_k_shape0", "sqrt_k_shape1", only=ATTN),
         "your scores are divided by the square root of a length (m = {m}, n = {n}); the correct "
         "divisor is sqrt(d_k) = {sqrt_dk}",
+        fix=('Divide by `np.sqrt(d_k)` with `d_k = Q.shape[-1]`, the feature width on the '
+             'last axis, not a sequence length.'),
+        stages=('scaled',),
     ),
     Misconception(
         "mask-transposed",
@@ -374,6 +469,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         ("A-edge-6", "B-14"),
         _v("mask", "transposed", only=ATTN_MHA),
         "with n = m = {n} your weights follow mask.T instead of mask",
+        fix=('Use the mask as given: it is (n, m), one row per query, like the scores; do '
+             'not transpose it.'),
+        stages=('masked',),
     ),
     Misconception(
         "mask-as-additive-bias",
@@ -385,6 +483,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         ("B-15", "B-30"),
         _v("mask", "additive", "additive_before_scale", only=ATTN_MHA),
         "your scores equal scores + mask (True counted as 1); blocked keys keep their weight",
+        fix=('Use the boolean mask to block, not as a number to add: `np.where(mask, '
+             'scores, -np.inf)`.'),
+        stages=('masked',),
     ),
     Misconception(
         "scale-by-num-heads",
@@ -395,6 +496,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         _v("scale", "sqrt_heads", only=MHA),
         "your scores are divided by sqrt(num_heads) = {sqrt_h}; each head should divide by "
         "sqrt(d_k) = {sqrt_dk}",
+        fix=('Divide by `np.sqrt(d_k)` with `d_k = d_model // num_heads`, not by '
+             '`np.sqrt(num_heads)`.'),
+        stages=('scaled',),
     ),
     Misconception(
         "merge-without-transpose",
@@ -405,6 +509,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         ("A-tf-9",),
         _v("merge", "reshape", only=MHA),
         "your output rows mix several tokens of one head instead of all heads of one token",
+        fix=('Swap the head and token axes back before the reshape: `np.swapaxes(heads, '
+             '-2, -3).reshape(*batch, n, d_model)`.'),
+        stages=('merged',),
     ),
     Misconception(
         "kv-from-query-input",
@@ -414,6 +521,8 @@ CATALOGUE: tuple[Misconception, ...] = (
         ("A-tf-7", "B-22"),
         _v("kv_source", "x_q", only=MHA),
         "with X_q != X_kv your output equals self-attention on X_q",
+        fix='Project K and V from X_kv, not X_q: `K = X_kv @ W_k`, `V = X_kv @ W_v`.',
+        stages=('k', 'v', 'k_heads', 'v_heads'),
     ),
     Misconception(
         "mask-misbroadcast",
@@ -425,6 +534,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         ("A-edge-6",),
         _v("mask", "misbroadcast", only=MHA),
         "with batch = num_heads = {h}, head b of every item uses the mask of item b",
+        fix=('Give the (..., n, m) mask a head axis before applying it to the (..., h, n, '
+             'm) scores: `np.expand_dims(mask, -3)`.'),
+        stages=('masked',),
     ),
     Misconception(
         "mutates-input",
@@ -436,6 +548,18 @@ CATALOGUE: tuple[Misconception, ...] = (
         (),
         "after the call, {input} differs from what was passed in",
         detector="input-mutation",
+        fix=('Compute into new arrays (`x = x - m`, or start with `x = x.copy()`) instead '
+             'of changing an input in place (`x -= m`, `x[...] = ...`).'),
+        in_conventions=MappingProxyType({
+            "task:softmax": (
+                "Your function modifies an input array in place",
+                "An operation such as `x -= x.max(axis=axis, keepdims=True)` or `x[...] = ...` "
+                "writes into the caller's array: calling the function twice on the same array, "
+                "or using it afterwards, gives different results. Write "
+                "`x = x - x.max(axis=axis, keepdims=True)` to get a new array.",
+                "Compute into a new array (`x = x - m`) instead of changing the input in place "
+                "(`x -= m`)."),
+        }),
     ),
     Misconception(
         "no-batch-support",
@@ -448,6 +572,8 @@ CATALOGUE: tuple[Misconception, ...] = (
         _v("normalize", "axis0", "axis1", only=ATTN),
         "on 2-D inputs you are right, but on {batched_shape} inputs you are not",
         detector="batch",
+        fix=('Use `np.swapaxes(K, -1, -2)` instead of `K.T`, `axis=-1` instead of a fixed '
+             'axis number, and `shape[-1]` instead of `shape[1]`.'),
     ),
 )
 
@@ -509,10 +635,11 @@ def detected_by(detector: str) -> str:
     return next(row.id for row in CATALOGUE if row.detector == detector)
 
 
-def wording(row_id: str, conventions: frozenset[str] = frozenset()) -> tuple[str, str]:
-    """A row's title and explanation, in the terms of a course's conventions when they differ."""
+def wording(row_id: str, conventions: frozenset[str] = frozenset()) -> tuple[str, str, str]:
+    """A row's title, explanation and fix, in the terms of a course's conventions when they
+    differ."""
     row = BY_ID[row_id]
     for key in sorted(conventions):
         if key in row.in_conventions:
             return row.in_conventions[key]
-    return row.title, row.explanation
+    return row.title, row.explanation, row.fix

@@ -88,6 +88,26 @@ NORMALIZE: dict[str, Callable[[Array, int], Array]] = {
     "axis1": lambda s, a: _stable_softmax(s, 1),
 }
 
+#: normalize choice -> what it subtracts from the scores before exponentiating (None: no exp);
+#: only the stage recording (``Stages``) needs it, to tell the exponentials apart
+EXP_SHIFT: dict[str, Callable[[Array, int], Array | float] | None] = {
+    "softmax": lambda s, a: np.max(s, axis=a, keepdims=True),
+    "over_queries": lambda s, a: np.max(s, axis=-2, keepdims=True),
+    "global": lambda s, a: np.max(s, axis=(-2, -1), keepdims=True),
+    "global_all": lambda s, a: np.max(s),
+    "sum": None,
+    "exp_only": lambda s, a: 0.0,
+    "exp_shifted_only": lambda s, a: np.max(s, axis=a, keepdims=True),
+    "unstable": lambda s, a: 0.0,
+    "global_max": lambda s, a: np.max(s),
+    "axis0": lambda s, a: np.max(s, axis=0, keepdims=True),
+    "axis1": lambda s, a: np.max(s, axis=1, keepdims=True),
+}
+
+#: the intermediate values a recipe computes, in the order it computes them (stage -> array);
+#: ``grader.core.locate`` finds the line of a submission that computes one of them
+Stages = dict[str, Array]
+
 SCORES: dict[str, Callable[[Array, Array], Array]] = {
     "qkt": lambda q, k: q @ _swap(k),
     "kqt": lambda q, k: k @ _swap(q),
@@ -130,29 +150,43 @@ def _choice(recipe: Recipe, knob: str) -> str:
     return recipe.get(knob, CORRECT[knob])
 
 
+def _normalize(choice: str, s: Array, axis: int, record: Stages | None) -> Array:
+    shift = EXP_SHIFT[choice]
+    if record is not None and shift is not None:
+        shifted = record["shifted"] = s - shift(s, axis)
+        record["exponentials"] = np.exp(shifted)
+    return NORMALIZE[choice](s, axis)
+
+
 def attention_core(
-    recipe: Recipe, q: Array, k: Array, v: Array, mask: Array | None, dims: Dims
+    recipe: Recipe, q: Array, k: Array, v: Array, mask: Array | None, dims: Dims,
+    record: Stages | None = None,
 ) -> tuple[Array, Array]:
-    """Scores, scale, mask, normalise, blend: the attention computation with the recipe's choices."""
+    """Scores, scale, mask, normalise, blend: the attention computation with the recipe's choices
+    (each intermediate value put in ``record`` when given)."""
+    stages: Stages = {} if record is None else record
     mask_choice = _choice(recipe, "mask")
     scale_choice = _choice(recipe, "scale")
-    scores = SCORES[_choice(recipe, "scores")](q, k)
+    scores = stages["scores"] = SCORES[_choice(recipe, "scores")](q, k)
     if mask is not None and mask_choice == "additive_before_scale":
         scores = scores + mask
-    scores = scores * SCALE[scale_choice](dims)
+    scores = stages["scaled"] = scores * SCALE[scale_choice](dims)
     if mask is not None:
-        scores = MASK_SCORES[mask_choice](scores, mask)
-    weights = NORMALIZE[_choice(recipe, "normalize")](scores, -1)
+        scores = stages["masked"] = MASK_SCORES[mask_choice](scores, mask)
+    weights = stages["softmax"] = _normalize(_choice(recipe, "normalize"), scores, -1, record)
     if scale_choice == "after_softmax":
         weights = weights / np.sqrt(dims.d_k)
     if mask is not None and mask_choice == "after_softmax":
         weights = np.where(mask, weights, 0.0)
+    stages["weights"] = weights
     blended = v if _choice(recipe, "values") == "v" else k
-    return weights @ blended, weights
+    output = stages["output"] = weights @ blended
+    return output, weights
 
 
 def attention(
-    recipe: Recipe, Q: Array, K: Array, V: Array, mask: Array | None = None
+    recipe: Recipe, Q: Array, K: Array, V: Array, mask: Array | None = None,
+    record: Stages | None = None,
 ) -> tuple[Array, Array]:
     """The ``attention`` assignment under ``recipe``."""
     dims = Dims(
@@ -164,18 +198,21 @@ def attention(
         k_shape1=K.shape[1],
     )
     with np.errstate(all="ignore"):
-        return attention_core(recipe, Q, K, V, mask, dims)
+        return attention_core(recipe, Q, K, V, mask, dims, record)
 
 
-def softmax(recipe: Recipe, x: Array, axis: int = -1) -> Array:
+def softmax(recipe: Recipe, x: Array, axis: int = -1, record: Stages | None = None) -> Array:
     """The ``softmax`` assignment under ``recipe``."""
     axis_choice = _choice(recipe, "axis")
     used_axis = {"given": axis, "last": -1, "first": 0}[axis_choice]
     normalize = _choice(recipe, "normalize")
     with np.errstate(all="ignore"):
         if normalize == "global":
-            return _stable_softmax(x, None)
-        return NORMALIZE[normalize](x, used_axis)
+            normalize = "global_all"
+        output = _normalize(normalize, x, used_axis, record)
+        if record is not None:
+            record["output"] = output
+        return output
 
 
 _PROJECTIONS: dict[str, tuple[int, int, int]] = {
@@ -221,10 +258,12 @@ def multi_head_attention(
     W_o: Array,
     num_heads: int,
     mask: Array | None = None,
+    record: Stages | None = None,
 ) -> tuple[Array, None]:
     """The ``multi_head_attention`` assignment under ``recipe``."""
     with np.errstate(all="ignore"):
-        return _multi_head(recipe, X_q, X_kv, (W_q, W_k, W_v, W_o), num_heads, mask), None
+        return _multi_head(recipe, X_q, X_kv, (W_q, W_k, W_v, W_o), num_heads, mask,
+                           {} if record is None else record), None
 
 
 def _multi_head(
@@ -234,6 +273,7 @@ def _multi_head(
     weights: tuple[Array, Array, Array, Array],
     num_heads: int,
     mask: Array | None,
+    stages: Stages,
 ) -> Array:
     transposed = _choice(recipe, "projection")
     if transposed != "right":
@@ -244,6 +284,7 @@ def _multi_head(
     picks = _PROJECTIONS[_choice(recipe, "proj_matrices")]
     inputs = (x_q, source, source)
     q, k, v = (x if pick < 0 else x @ weights[pick] for x, pick in zip(inputs, picks))
+    stages.update(q=q, k=k, v=v)
     d_model = x_q.shape[-1]
     split = _choice(recipe, "split")
     dims = Dims(
@@ -256,21 +297,21 @@ def _multi_head(
         d_model=d_model,
         num_heads=num_heads,
     )
+    core: Stages = {}
     if split == "none":
-        merged, _ = attention_core(recipe, q, k, v, mask, dims)
+        merged, _ = attention_core(recipe, q, k, v, mask, dims, core)
+        stages.update(core)
     else:
         head_mask = mask
         if mask is not None and _choice(recipe, "mask") != "misbroadcast":
             head_mask = np.expand_dims(mask, -3)
-        heads, _ = attention_core(
-            recipe,
-            _split(q, num_heads, split),
-            _split(k, num_heads, split),
-            _split(v, num_heads, split),
-            head_mask,
-            dims,
-        )
-        merged = _merge(heads, _choice(recipe, "merge"))
-    if _choice(recipe, "output_projection") == "none":
-        return merged
-    return merged @ weights[3]
+        q_heads, k_heads, v_heads = (_split(x, num_heads, split) for x in (q, k, v))
+        stages.update(q_heads=q_heads, k_heads=k_heads, v_heads=v_heads)
+        heads, _ = attention_core(recipe, q_heads, k_heads, v_heads, head_mask, dims, core)
+        stages.update({name: value for name, value in core.items() if name != "output"},
+                      heads=heads)
+        merged = stages["merged"] = _merge(heads, _choice(recipe, "merge"))
+    if _choice(recipe, "output_projection") != "none":
+        merged = merged @ weights[3]
+    stages["output"] = merged
+    return merged

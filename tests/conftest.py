@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -15,6 +16,26 @@ from grader.core.report import validate
 
 HERE = Path(__file__).parent
 SUBMISSIONS = HERE / "submissions"
+
+
+FRAMEWORK_MODULE = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax"}
+
+
+def needs_framework(assignment: str) -> None:
+    """Skip the test when the assignment's course hands in arrays of a framework not here."""
+    from grader import registry
+
+    module = FRAMEWORK_MODULE.get(registry.get(assignment).interface.arrays)
+    if module and importlib.util.find_spec(module) is None:
+        pytest.skip(f"{module} is not installed here")
+
+
+def declared_error(path: Path) -> str | None:
+    """The error kind a fixture is written to get (its ``# error: KIND`` line), if any."""
+    for line in path.read_text().splitlines()[1:4]:
+        if line.startswith("# error:"):
+            return line.split(":", 1)[1].strip()
+    return None
 
 
 def expected_ids(path: Path) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -89,3 +90,44 @@ def test_reference_matches_a_plain_loop() -> None:
         w = np.exp(s) / np.exp(s).sum()
         np.testing.assert_allclose(weights[i], w)
         np.testing.assert_allclose(out[i], w @ v)
+
+
+QUESTION_BANK_INDEX = Path(__file__).parents[2] / "shared" / "question-bank" / "INDEX.md"
+
+
+@pytest.mark.parametrize("row", catalogue.CATALOGUE, ids=lambda r: r.id)
+def test_each_row_says_how_to_fix_it_and_where_to_look(row: catalogue.Misconception) -> None:
+    from grader.core.locate import STAGE_WORDS
+    from reference.question_bank import ITEMS
+
+    for _, _, fix in [(None, None, row.fix), *row.in_conventions.values()]:
+        assert fix.endswith(".") and 20 < len(fix) <= 160 and "{" not in fix, fix
+    assert set(row.stages) <= set(STAGE_WORDS), row.stages
+    assert bool(row.stages) == (row.detector == "variant"), "located unless found another way"
+    assert all(item in ITEMS for item in row.question_bank)
+
+
+def test_every_stage_a_row_names_is_one_its_tasks_compute() -> None:
+    from grader.core.tasks import TASKS
+
+    computed: dict[str, set[str]] = {}
+    for task in TASKS.values():
+        computed[task.name] = set()
+        for probe in (p for p in build_probes(task.name, 0) if p.traced):
+            record: dict = {}
+            task.pipeline({}, *probe.args, record=record)
+            computed[task.name] |= set(record)
+    for row in catalogue.CATALOGUE:
+        tasks = {t for v in row.variants for t in v.tasks}
+        for stage in row.stages:
+            assert any(stage in computed[t] for t in tasks), (row.id, stage)
+
+
+def test_every_bank_item_has_a_plain_summary() -> None:
+    from reference.question_bank import ITEMS
+
+    if QUESTION_BANK_INDEX.exists():  # the bank sits beside the repository in development
+        listed = set(re.findall(r"^\| (A-(?:tf|err|why|edge)-\d+|B-\d+) \|",
+                                QUESTION_BANK_INDEX.read_text(), re.M))
+        assert listed == set(ITEMS)
+    assert all(BANK_ID.match(item) and 10 < len(text) <= 90 for item, text in ITEMS.items())

@@ -16,34 +16,18 @@ import pytest
 from grader import grade, registry
 from grader.core.report import validate
 
-from .conftest import SUBMISSIONS, expected_ids, run_cli
+from .conftest import SUBMISSIONS, declared_error, expected_ids, needs_framework, run_cli
 
 pytestmark = pytest.mark.e2e  # starts child processes: the slow tier
 
 PRESETS = SUBMISSIONS / "presets"
 FIXTURES = sorted(PRESETS.glob("*/*.py"))
-FRAMEWORK_MODULE = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax"}
-
-
-def _needs_framework(preset: str) -> None:
-    module = FRAMEWORK_MODULE.get(registry.get(preset).interface.arrays)
-    if module and importlib.util.find_spec(module) is None:
-        pytest.skip(f"{module} is not installed here")
-
-
-def _declared_error(path: Path) -> str | None:
-    for line in path.read_text().splitlines()[1:4]:
-        if line.startswith("# error:"):
-            return line.split(":", 1)[1].strip()
-    return None
-
-
 def test_every_preset_has_fixtures_in_its_course_style() -> None:
     presets = [i.id for i in registry.shipped().values() if i.kind == "preset"]
     assert len(presets) >= 6
     for preset in presets:
         fixtures = list((PRESETS / preset).glob("*.py"))
-        correct = [f for f in fixtures if not expected_ids(f) and not _declared_error(f)]
+        correct = [f for f in fixtures if not expected_ids(f) and not declared_error(f)]
         assert len(correct) >= 3, preset
         assert len(fixtures) - len(correct) >= 2, preset
 
@@ -51,11 +35,11 @@ def test_every_preset_has_fixtures_in_its_course_style() -> None:
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_preset_fixture_is_graded_as_its_course_expects(path: Path) -> None:
     preset = path.parent.name
-    _needs_framework(preset)
+    needs_framework(preset)
     report = grade(path, assignment=preset)
     validate(report)
     assert report["assignment"] == preset
-    error = _declared_error(path)
+    error = declared_error(path)
     if error:
         assert [e["kind"] for e in report["errors"]][:1] == [error]
         assert report["score"] == 0
@@ -69,7 +53,7 @@ def test_preset_fixture_is_graded_as_its_course_expects(path: Path) -> None:
 
 
 def test_mask_inverted_is_told_in_the_courses_convention() -> None:
-    _needs_framework("pytorch-mha-convention")
+    needs_framework("pytorch-mha-convention")
     report = grade(PRESETS / "pytorch-mha-convention" / "mask_inverted.py",
                    assignment="pytorch-mha-convention")
     [finding] = report["misconceptions"]
@@ -79,7 +63,7 @@ def test_mask_inverted_is_told_in_the_courses_convention() -> None:
 
 
 def test_probes_the_interface_cannot_express_are_named_as_not_probed() -> None:
-    _needs_framework("d2l-dot-product-attention")
+    needs_framework("d2l-dot-product-attention")
     report = grade(PRESETS / "d2l-dot-product-attention" / "correct_d2l.py",
                    assignment="d2l-dot-product-attention")
     assert report["score"] == report["max_score"] < 10
@@ -94,7 +78,7 @@ def test_the_notebook_check_grades_a_preset_as_the_sandbox_does() -> None:
     for preset, name, target in (("annotated-transformer-attention", "scale_by_dk", "attention"),
                                  ("cs231n-multi-head-attention", "correct_einsum",
                                   "MultiHeadAttention")):
-        _needs_framework(preset)
+        needs_framework(preset)
         path = PRESETS / preset / f"{name}.py"
         spec = importlib.util.spec_from_file_location(f"fixture_{name}", path)
         assert spec and spec.loader

@@ -20,7 +20,8 @@ import numpy as np
 from grader.core.assignments import Assignment
 from grader.core.compare import FAR, error_ratio, tolerance_for
 from grader.core.evidence import REFERENCE, Recipe, explain, mutation_evidence
-from grader.model import Array, CallOutcome, Finding, Probe
+from grader.core.locate import STAGE_WORDS, locate, source_line
+from grader.model import Array, CallOutcome, Finding, Probe, SourcePlace
 from reference import catalogue
 
 #: statuses that say nothing about the maths (the call could not be made or finish)
@@ -118,8 +119,9 @@ def _search(matcher: _Matcher, indices: Sequence[int], max_level: int) -> Recipe
 
 
 def diagnose(assignment: Assignment, probes: Sequence[Probe],
-             outcomes: Sequence[CallOutcome]) -> list[Finding]:
-    """Name the misconceptions (if any) that explain the submission's outputs."""
+             outcomes: Sequence[CallOutcome], sources: Sequence[str] = ()) -> list[Finding]:
+    """Name the misconceptions (if any) that explain the submission's outputs; with the
+    submission's ``sources``, each finding also quotes the line where it enters, if found."""
     matcher = _Matcher(assignment, probes, outcomes)
     indices = comparable(probes, outcomes)
     findings: list[Finding] = []
@@ -132,12 +134,27 @@ def diagnose(assignment: Assignment, probes: Sequence[Probe],
         if recipe is not None:
             for misconception_id in dict.fromkeys((*catalogue.ids_for(assignment.task.name, recipe),
                                                    *extra)):
-                findings.append(Finding(misconception_id,
-                                        explain(matcher, misconception_id, recipe, indices)))
+                findings.append(Finding(
+                    misconception_id, explain(matcher, misconception_id, recipe, indices),
+                    _place(assignment, probes, outcomes, misconception_id, recipe, sources)))
     mutation = mutation_evidence(assignment, probes, outcomes)
     if mutation:
-        findings.append(Finding(catalogue.detected_by("input-mutation"), mutation))
+        mutation_id = catalogue.detected_by("input-mutation")
+        findings.append(Finding(mutation_id, mutation, _place(
+            assignment, probes, outcomes, mutation_id, REFERENCE, sources)))
     return findings
+
+
+def _place(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
+           misconception_id: str, recipe: Recipe, sources: Sequence[str]) -> SourcePlace | None:
+    place = locate(assignment, probes, outcomes, misconception_id, recipe) if sources else None
+    code = source_line(place, sources) if place is not None else None
+    if place is None or code is None:
+        return None
+    computes = STAGE_WORDS[place.stage]
+    if place.used is not None:
+        computes = f"{STAGE_WORDS.get(place.used, place.used)}, used as {computes}"
+    return SourcePlace(place.cell, place.line, code, computes)
 
 
 def _batch_fallback(matcher: _Matcher, probes: Sequence[Probe],

@@ -56,8 +56,8 @@ class Maker:
 
 
 def _probe(pid: str, args: tuple[object, ...], *tags: str, bank: tuple[str, ...] = (),
-           repeat: bool = False, **meta: object) -> Probe:
-    return Probe(pid, tuple(args), frozenset(tags), bank, repeat, meta)
+           repeat: bool = False, traced: bool = False, **meta: object) -> Probe:
+    return Probe(pid, tuple(args), frozenset(tags), bank, repeat, meta, traced)
 
 
 def _offset_scores(make: Maker, n: int, m: int, d_k: int, offsets: Array) -> tuple[Array, Array]:
@@ -85,9 +85,11 @@ def softmax_probes(make: Maker) -> list[Probe]:
     return [
         _probe("vector", (make.grid(5),), "unbatched", bank=("B-2",)),
         _probe("matrix", (matrix,), "unbatched", bank=("B-2", "B-13"), repeat=True),
-        _probe("matrix-axis0", (make.grid(3, 4), 0), "unbatched", "axis", bank=("B-2",)),
+        _probe("matrix-axis0", (make.grid(3, 4), 0), "unbatched", "axis", bank=("B-2",),
+               traced=True),
         _probe("tensor", (make.grid(2, 3, 4),), "batched", bank=("B-20",)),
-        _probe("tensor-axis1", (make.grid(2, 3, 4), 1), "batched", "axis", bank=("B-20",)),
+        _probe("tensor-axis1", (make.grid(2, 3, 4), 1), "batched", "axis", bank=("B-20",),
+               traced=True),
         _probe("tensor-axis0", (make.grid(2, 3, 4), 0), "batched", "axis", bank=("B-20",)),
         _probe("large-logits", (big,), "unbatched", "large", bank=("B-10", "A-edge-2")),
         _probe("far-apart-rows", (spread,), "unbatched", "large", bank=("B-10",)),
@@ -122,25 +124,25 @@ def attention_probes(make: Maker) -> list[Probe]:
     pad_k2[-1], pad_v2[-1] = g(4) + 1.0, g(3) - 1.0
     basic = (g(2, 4), g(5, 4), g(5, 3))
     return [
-        _probe("basic", basic, "unbatched", bank=("B-6", "B-12"), repeat=True),
+        _probe("basic", basic, "unbatched", bank=("B-6", "B-12"), repeat=True, traced=True),
         _probe("cross", cross, "unbatched", bank=("B-6", "B-12", "B-22")),
         _probe("batched", (g(2, 3, 4), g(2, 5, 4), g(2, 5, 3)), "batched", bank=("B-20",)),
         _probe("batched-heads", (g(2, 3, 2, 5), g(2, 3, 4, 5), g(2, 3, 4, 2)), "batched",
                bank=("B-20",)),
         _probe("masked", (g(3, 4), g(5, 4), g(5, 3), make.mask(3, 5)), "unbatched", "masked",
-               bank=("A-edge-6", "B-30")),
+               bank=("A-edge-6", "B-30"), traced=True),
         _probe("masked-batched", (g(2, 3, 4), g(2, 5, 4), g(2, 5, 3), make.mask(2, 3, 5)),
                "batched", "masked", bank=("A-edge-6", "B-20")),
         _probe("masked-broadcast", (g(2, 3, 4), g(2, 5, 4), g(2, 5, 3), make.mask(3, 5)),
                "batched", "masked", bank=("A-edge-6", "B-20")),
         _probe("square-masked", (g(4, 3), g(4, 3), g(4, 2), make.mask(4, 4)), "unbatched",
-               "masked", "coincidence", bank=("A-edge-6", "B-14")),
+               "masked", "coincidence", bank=("A-edge-6", "B-14"), traced=True),
         _probe("square", (g(4, 3), g(4, 3), g(4, 2)), "unbatched", "coincidence",
                bank=("B-12", "B-14")),
         _probe("square-keys", (g(3, 4), g(4, 4), g(4, 2)), "unbatched", "coincidence",
                bank=("A-err-2", "B-12")),
         _probe("square-keys-masked", (g(3, 4), g(4, 4), g(4, 2), make.mask(3, 4)), "unbatched",
-               "masked", "coincidence", bank=("A-err-2", "B-12")),
+               "masked", "coincidence", bank=("A-err-2", "B-12"), traced=True),
         _probe("square-batched", (g(2, 4, 4), g(2, 4, 4), g(2, 4, 3)), "batched", "coincidence",
                bank=("B-12", "B-14")),
         _probe("integer-valued", (make.integers(3, 2), make.integers(4, 2), make.integers(4, 3),
@@ -208,13 +210,13 @@ def multi_head_probes(make: Maker) -> list[Probe]:
     pad_kv2[-1] = g(12) + 1.0
     return [
         _probe("self", (x_self, x_self, *w, 2), "unbatched", bank=("A-tf-7",), repeat=True),
-        _probe("cross", (*cross, *w, 2), "unbatched", bank=("B-22", "A-tf-7")),
+        _probe("cross", (*cross, *w, 2), "unbatched", bank=("B-22", "A-tf-7"), traced=True),
         _probe("cross-3-heads", (g(3, 12), g(5, 12), *w, 3), "unbatched", bank=("B-16",)),
         _probe("batched", (g(3, 4, 12), g(3, 5, 12), *w, 2), "batched", bank=("B-20",)),
         _probe("batched-2-dims", (g(2, 2, 3, 12), g(2, 2, 5, 12), *w, 3), "batched",
                bank=("B-20",)),
         _probe("masked", (g(4, 12), g(5, 12), *w, 2, make.mask(4, 5)), "unbatched", "masked",
-               bank=("A-edge-6", "B-30")),
+               bank=("A-edge-6", "B-30"), traced=True),
         _probe("masked-batched", (g(3, 4, 12), g(3, 5, 12), *w, 2, make.mask(3, 4, 5)),
                "batched", "masked", bank=("A-edge-6", "B-20")),
         _probe("masked-batch-equals-heads", (g(2, 3, 12), g(2, 5, 12), *w, 2,

@@ -33,18 +33,36 @@ class MisconceptionEntry:
     explanation: str
     evidence: str
     question_bank: tuple[str, ...]
+    #: what to change, in one sentence (an extension of SPEC's report)
+    fix: str = ""
+    #: the submission's line where the mistake enters, when it could be found from what the
+    #: code computes: {"line", "code", "computes"} and "cell" for a notebook
+    location: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, finding: Finding, conventions: frozenset[str] = frozenset()
            ) -> MisconceptionEntry:
         row = BY_ID[finding.id]
-        title, explanation = wording(row.id, conventions)
+        title, explanation, fix = wording(row.id, conventions)
+        location = None
+        if finding.place is not None:
+            place = finding.place
+            location = {"line": place.line, "code": _clean(place.code, 200),
+                        "computes": place.computes}
+            if place.cell is not None:
+                location["cell"] = place.cell
         return cls(row.id, title, explanation, _clean(finding.evidence, 16_000),
-                   tuple(row.question_bank))
+                   tuple(row.question_bank), fix, location)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "title": self.title, "explanation": self.explanation,
-                "evidence": self.evidence, "question_bank": list(self.question_bank)}
+        entry: dict[str, Any] = {
+            "id": self.id, "title": self.title, "explanation": self.explanation,
+            "evidence": self.evidence, "question_bank": list(self.question_bank)}
+        if self.fix:
+            entry["fix"] = self.fix
+        if self.location:
+            entry["location"] = dict(self.location)
+        return entry
 
 
 def _check_dict(check: CheckResult) -> dict[str, Any]:
@@ -62,13 +80,17 @@ def _check_dict(check: CheckResult) -> dict[str, Any]:
 class ErrorEntry:
     kind: str
     message: str
+    affects_grade: bool = True
 
     @classmethod
     def of(cls, error: GraderError) -> ErrorEntry:
-        return cls(error.kind, _clean(error.message))
+        return cls(error.kind, _clean(error.message), error.affects_grade)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "message": self.message}
+        entry: dict[str, Any] = {"kind": self.kind, "message": self.message}
+        if not self.affects_grade:
+            entry["affects_grade"] = False
+        return entry
 
 
 @dataclass(frozen=True)
@@ -104,11 +126,13 @@ class Report:
         return cls(
             data["assignment"], data["status"], data["score"], data["max_score"],
             tuple(MisconceptionEntry(m["id"], m["title"], m["explanation"], m["evidence"],
-                                     tuple(m["question_bank"])) for m in data["misconceptions"]),
+                                     tuple(m["question_bank"]), m.get("fix", ""),
+                                     m.get("location")) for m in data["misconceptions"]),
             tuple(CheckResult(c["id"], c["category"], c["passed"], c["points"], c["max_points"],
                               c["message"], tuple(c["question_bank"]), c.get("hidden", False))
                   for c in data["checks"]),
-            tuple(ErrorEntry(e["kind"], e["message"]) for e in data["errors"]),
+            tuple(ErrorEntry(e["kind"], e["message"], e.get("affects_grade", True))
+                  for e in data["errors"]),
             dict(data.get("metadata", {})),
         )
 

@@ -29,7 +29,8 @@ Recipe = Mapping[str, str]
 class Task:
     name: str
     reference: Callable[..., Outputs]
-    #: ``pipeline(recipe, *args)``: the computation with the recipe's wrong choices
+    #: ``pipeline(recipe, *args, record=None)``: the computation with the recipe's wrong
+    #: choices (its intermediate values put in ``record``, a dict, when given)
     pipeline: Callable[..., Outputs]
     make_probes: Callable[[probes.Maker], list[Probe]]
     concepts: tuple[Concept, ...]
@@ -41,8 +42,9 @@ def _softmax_reference(x: Array, axis: int = -1) -> Outputs:
     return reference.softmax(x, axis), None
 
 
-def _softmax_pipeline(recipe: Recipe, x: Array, axis: int = -1) -> Outputs:
-    return variants.softmax(recipe, x, axis), None
+def _softmax_pipeline(recipe: Recipe, x: Array, axis: int = -1,
+                      record: variants.Stages | None = None) -> Outputs:
+    return variants.softmax(recipe, x, axis, record), None
 
 
 def _multi_head_reference(*args: Any) -> Outputs:

@@ -5,7 +5,15 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from grader.render.verdict import first_line, unexplained
+from grader.render.verdict import (
+    NOTES_HEADING,
+    first_line,
+    grading_errors,
+    notes,
+    place,
+    read_more,
+    unexplained,
+)
 
 _STYLE = (
     "<style>.ag{font-family:system-ui,sans-serif;max-width:60em;line-height:1.4}"
@@ -14,6 +22,16 @@ _STYLE = (
     ".ag table{border-collapse:collapse}.ag td,.ag th{padding:2px 8px;text-align:left;"
     "border-bottom:1px solid #ddd;vertical-align:top}</style>"
 )
+
+
+def _where_and_fix(item: dict[str, Any]) -> str:
+    parts = []
+    if place(item):
+        parts.append(f"{escape(str(place(item)))}: "
+                     f"<code>{escape(item['location']['code'])}</code>")
+    if item.get("fix"):
+        parts.append(f"Fix: {escape(item['fix'])}")
+    return "".join(f"<br>{part}" for part in parts)
 
 
 def render(report: dict[str, Any]) -> str:
@@ -25,23 +43,28 @@ def render(report: dict[str, Any]) -> str:
              + ("" if graded else " (the submission could not be graded)") + "</p>"]
     if meta.get("submission"):
         parts.append(f"<p>Submission: <code>{escape(str(meta['submission']))}</code></p>")
-    if report["misconceptions"] or report["errors"]:  # the first screen: what to fix
+    if report["misconceptions"] or grading_errors(report):  # the first screen: what to fix
         items = [f"<li>{escape(m['title'])} (<code>{escape(m['id'])}</code>): "
-                 f"{escape(first_line(m['evidence']))}</li>" for m in report["misconceptions"]]
+                 f"{escape(first_line(m['evidence']))}{_where_and_fix(m)}</li>"
+                 for m in report["misconceptions"]]
         items += [f"<li>{escape(e['kind'])}: {escape(first_line(e['message']))}</li>"
-                  for e in report["errors"]]
+                  for e in grading_errors(report)]
         parts.append("<p><b>What to fix</b></p><ol>" + "".join(items) + "</ol>")
-    for error in report["errors"]:
+    for error in grading_errors(report):
         parts.append(f"<p class='fail'>Error ({escape(error['kind'])})</p>"
                      f"<pre>{escape(error['message'])}</pre>")
+    if notes(report):
+        parts.append(f"<p><b>{escape(NOTES_HEADING)}</b></p>" + "".join(
+            f"<p>{escape(e['kind'])}:</p><pre>{escape(e['message'])}</pre>" for e in notes(report)))
     if report["misconceptions"]:
         parts.append("<h4>Misconceptions</h4>")
         for item in report["misconceptions"]:
-            bank = ", ".join(item["question_bank"])
+            bank = read_more(item)
             parts.append(f"<h5><code>{escape(item['id'])}</code>: {escape(item['title'])}</h5>"
                          f"<p>{escape(item['explanation'])}</p>"
                          f"<p>Evidence:</p><pre>{escape(item['evidence'])}</pre>"
-                         + (f"<p>Question bank: {escape(bank)}</p>" if bank else ""))
+                         + (f"<p>Read more in the question bank: {escape(bank)}</p>"
+                            if bank else ""))
     elif unexplained(report):
         parts.append(f"<p>{escape(str(unexplained(report)))}</p>")
     elif graded:

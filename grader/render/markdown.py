@@ -11,7 +11,15 @@ import html
 import re
 from typing import Any
 
-from grader.render.verdict import first_line, unexplained
+from grader.render.verdict import (
+    NOTES_HEADING,
+    first_line,
+    grading_errors,
+    notes,
+    place,
+    read_more,
+    unexplained,
+)
 
 _SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 #: errors that happen before any probe runs: their messages cannot show a probe's values
@@ -33,6 +41,13 @@ def inline(text: str) -> str:
     (emphasis, code, links and table cells need their marks escaped; the rest is plain)."""
     escaped = _SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
     return " ".join(escaped.split())
+
+
+def code_span(text: str) -> str:
+    """``text`` as inline code: literal, whatever backticks it holds."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    marks = "`" * (longest + 1)
+    return f"{marks} {' '.join(text.split())} {marks}"
 
 
 def error_text(error: dict[str, Any], *, evidence: bool) -> str:
@@ -57,30 +72,38 @@ def render(report: dict[str, Any], *, evidence: bool = True) -> str:
     ]
     if meta.get("submission"):
         lines += [f"Submission: {inline(str(meta['submission']))}", ""]
-    if report["misconceptions"] or report["errors"]:  # the first screen: what to fix
+    if report["misconceptions"] or grading_errors(report):  # the first screen: what to fix
         lines += ["**What to fix**", ""]
         for number, item in enumerate(report["misconceptions"], 1):
             shown = f": {inline(first_line(item['evidence']))}" if evidence else ""
             lines.append(f"{number}. {inline(item['title'])} (`{item['id']}`){shown}")
-        for error in report["errors"]:
+            if place(item):
+                lines.append(f"   - {place(item)}: {code_span(item['location']['code'])}")
+            if item.get("fix"):
+                lines.append(f"   - Fix: {item['fix']}")
+        for error in grading_errors(report):
             lines.append(f"- {inline(error['kind'])}: "
                          f"{inline(first_line(error_text(error, evidence=evidence)))}")
         lines.append("")
     verdict = unexplained(report)
     if verdict:
         lines += [verdict, ""]
-    for error in report["errors"]:
+    for error in grading_errors(report):
         lines += [f"**Error ({inline(error['kind'])})**", "",
                   fence(error_text(error, evidence=evidence)), ""]
+    if notes(report):
+        lines += [f"**{NOTES_HEADING}**", ""]
+        for error in notes(report):
+            lines += [f"- {inline(error['kind'])}:", "", fence(error_text(error, evidence=evidence)),
+                      ""]
     if report["misconceptions"]:
         lines += ["### Misconceptions", ""]
         for item in report["misconceptions"]:
-            bank = ", ".join(item["question_bank"])
             lines += [f"#### `{item['id']}`: {item['title']}", "", item["explanation"], ""]
             if evidence:
                 lines += ["Evidence:", "", fence(item["evidence"]), ""]
-            if bank:
-                lines += [f"Question bank: {bank}", ""]
+            if read_more(item):
+                lines += [f"Read more in the question bank: {inline(str(read_more(item)))}", ""]
     if report["checks"]:
         lines += ["### Checks", "", "| | check | points | details |", "|---|---|---|---|"]
         for check in report["checks"]:

@@ -5,7 +5,15 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from grader.render.verdict import first_line, unexplained
+from grader.render.verdict import (
+    NOTES_HEADING,
+    first_line,
+    grading_errors,
+    notes,
+    place,
+    read_more,
+    unexplained,
+)
 
 
 def _wrap(text: str, indent: str) -> str:
@@ -14,6 +22,10 @@ def _wrap(text: str, indent: str) -> str:
         lines.append(textwrap.fill(paragraph, width=96, initial_indent=indent,
                                    subsequent_indent=indent) if paragraph else "")
     return "\n".join(lines)
+
+
+def _hanging(line: str) -> str:
+    return textwrap.fill(line, width=96, subsequent_indent="    ")
 
 
 def _block(text: str, indent: str) -> str:
@@ -27,13 +39,18 @@ def summary(report: dict[str, Any]) -> list[str]:
     out = [f"attention-grader: {report['assignment']} ({function}) - {meta.get('submission', '')}",
            f"Score: {report['score']:g} / {report['max_score']:g}"
            + ("" if report["status"] == "graded" else "  (could not be graded)"), ""]
-    if report["misconceptions"] or report["errors"]:
+    if report["misconceptions"] or grading_errors(report):
         out.append("What to fix")
         for number, item in enumerate(report["misconceptions"], 1):
             out.append(f"  {number}. {item['title']} ({item['id']})")
+            if place(item):
+                out.append(f"     {place(item)}:")
+                out.append(f"         {item['location']['code']}")
+            if item.get("fix"):
+                out.append(_wrap(f"Fix: {item['fix']}", "     "))
             out.append(_wrap(first_line(item["evidence"]), "     "))
-        for error in report["errors"]:
-            out.append(f"  - {error['kind']}: {first_line(error['message'])}")
+        for error in grading_errors(report):
+            out.append(_hanging(f"  - {error['kind']}: {first_line(error['message'])}"))
         out.append("")
     verdict = unexplained(report)
     if verdict:
@@ -41,6 +58,10 @@ def summary(report: dict[str, Any]) -> list[str]:
     if report["status"] == "graded" and not report["misconceptions"] and (
             report["score"] == report["max_score"]):
         out += ["All checks pass and no misconception was found.", ""]
+    if notes(report):
+        out.append(NOTES_HEADING)
+        out += [_hanging(f"  - {e['kind']}: {first_line(e['message'])}") for e in notes(report)]
+        out.append("")
     for note in ("precision_note",):
         if meta.get(note):
             out += [f"Note: {meta[note]}.", ""]
@@ -59,16 +80,17 @@ def render(report: dict[str, Any]) -> str:
             out.append(_wrap(item["explanation"], "      "))
             out.append("      Evidence:")
             out.append(_block(item["evidence"], "        "))
-            if item["question_bank"]:
-                out.append(f"      Read more: question bank items "
-                           f"{', '.join(item['question_bank'])}")
+            if read_more(item):
+                out.append(_wrap(f"Read more in the question bank: {read_more(item)}", "      "))
         out.append("")
-    if report["errors"]:
-        out.append("Errors in full")
-        for error in report["errors"]:
-            out.append(f"  [{error['kind']}]")
-            out.append(_block(error["message"], "    "))
-        out.append("")
+    for heading, errors in (("Errors in full", grading_errors(report)),
+                            ("Notes in full", notes(report))):
+        if errors:
+            out.append(heading)
+            for error in errors:
+                out.append(f"  [{error['kind']}]")
+                out.append(_block(error["message"], "    "))
+            out.append("")
     if report["checks"]:
         out.append("Checks")
         for check in report["checks"]:

@@ -1,7 +1,9 @@
-"""The one-sentence verdict of a graded report without misconceptions, shared by the views."""
+"""What every view says the same way: the verdict of a graded report without misconceptions,
+where a finding's line is, and what the question-bank items it cites are about."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 #: how scoring says a check failed because calls failed, not because of the values
@@ -22,7 +24,48 @@ def unexplained(report: dict[str, Any]) -> str | None:
             "which properties are broken.")
 
 
+_WHERE = re.compile(r"^(code cell \d+|the file): ")
+
+
 def first_line(text: str, limit: int = 160) -> str:
-    """The first line of a message, cut to ``limit`` characters (the first screen's form)."""
-    line = text.strip().splitlines()[0] if text.strip() else ""
+    """The line of a message that says what happened, cut to ``limit`` characters (the first
+    screen's form): its first line, or for a traceback the exception it ends with."""
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    line = lines[0] if lines else ""
+    if len(lines) > 1 and any(x.split(': ', 1)[-1].lstrip().startswith('File "') for x in lines):
+        where = _WHERE.match(line)
+        line = (where.group(0) if where else "") + lines[-1].strip()
     return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def place(item: dict[str, Any]) -> str | None:
+    """Where a finding first shows ("line 7", "cell 3, line 7") and the value that line
+    computes; None when no line was found (the code itself is left to the view, which quotes
+    it safely)."""
+    location = item.get("location")
+    if not location:
+        return None
+    where = (f"code cell {location['cell']}, line {location['line']}" if location.get("cell")
+             else f"line {location['line']}")
+    return f"Shows first in {where} ({location['computes']})"
+
+
+def read_more(item: dict[str, Any]) -> str | None:
+    """The finding's question-bank items, each with what it is about."""
+    from reference.question_bank import read_more as about
+
+    return about(item["question_bank"]) if item.get("question_bank") else None
+
+
+def grading_errors(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The errors that cost marks or stopped grading (the rest are notes)."""
+    return [e for e in report["errors"] if e.get("affects_grade", True)]
+
+
+def notes(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Errors that did not change the score (a notebook cell that failed while every call of
+    the graded function worked): shown after the grade, as notes."""
+    return [e for e in report["errors"] if not e.get("affects_grade", True)]
+
+
+NOTES_HEADING = "Notes (these did not change your score)"

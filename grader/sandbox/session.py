@@ -9,6 +9,7 @@ behind) and a new one continues with the remaining probes, within the total budg
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 import threading
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from grader.config import DEFAULT_LIMITS, Limits
-from grader.model import CallOutcome, GraderError, Probe, RunInfo, Submission
+from grader.model import CallOutcome, GraderError, Probe, RunInfo, Submission, TracedValue
 from grader.sandbox import forkserver, wire
 from grader.sandbox.child import Child
 from grader.sandbox.processes import become_subreaper, boot_ticks, reap_zombies, remove_leftovers
@@ -96,6 +97,7 @@ def _outcome(probe: Probe, header: dict[str, Any], blob: bytes) -> CallOutcome:
     inputs = tuple(arrays[k] for k in sorted((k for k in arrays if k.startswith("input:")),
                                              key=lambda k: int(k.split(":")[1])))
     seconds = header.get("seconds")
+    traced = _traced_values(header.get("trace"), arrays) if probe.traced else ()
     return CallOutcome(
         probe.id,
         output=arrays["output"],
@@ -103,7 +105,33 @@ def _outcome(probe: Probe, header: dict[str, Any], blob: bytes) -> CallOutcome:
         repeat_output=arrays.get("repeat"),
         inputs_after=inputs,
         seconds=float(seconds) if isinstance(seconds, (int, float)) else 0.0,
+        traced=traced,
     )
+
+
+#: the name ``trace.py`` gives the entry of a line that changed an input in place
+CHANGED_INPUT = "<changed input>"
+_CELL_FILE = re.compile(r"<submission cell (\d{1,5})>")
+
+
+def _traced_values(places: object, arrays: dict[str, Any]) -> tuple[TracedValue, ...]:
+    """The traced call's values (``trace.py``), taken only in the shapes expected: they may
+    only ever choose which line of the submission a report quotes."""
+    if not isinstance(places, list):
+        return ()
+    values = []
+    for index, place in enumerate(places[:300]):
+        array = arrays.get(f"trace:{index}")
+        if not isinstance(place, dict) or array is None:
+            continue
+        line, depth = place.get("line"), place.get("depth")
+        if not (isinstance(line, int) and isinstance(depth, int) and 0 < line < 1_000_000):
+            continue
+        cell = _CELL_FILE.fullmatch(str(place.get("file")))
+        values.append(TracedValue(int(cell.group(1)) if cell else None, line,
+                                  max(0, min(depth, 100)), array,
+                                  place.get("name") == CHANGED_INPUT))
+    return tuple(values)
 
 
 #: what reading a frame the submission forged can raise: all mean "it broke the channel"

@@ -113,7 +113,8 @@ def encode_calls(function: str, probes: Sequence[Probe],
                 specs.append({"array": local[id(arg)]})
             else:
                 specs.append({"value": arg})
-        calls.append({"index": index, "args": specs, "repeat": probe.repeat})
+        calls.append({"index": index, "args": specs, "repeat": probe.repeat,
+                      "trace": probe.traced})
     header = {"type": "calls", "function": function, "calls": calls, "arrays": arrays,
               **(interface or {})}
     return encode(header, b"".join(chunks))

@@ -34,6 +34,7 @@ wire = _load("_ag_wire", "wire.py")
 confinement = _load("_ag_confine", "confine.py")  # standard library only
 returns = _load("_ag_returns", "returns.py")  # imports NumPy: before any student code
 interface = _load("_ag_interface", "interface.py")  # a course's conventions, NumPy only
+tracing = _load("_ag_trace", "trace.py")  # the intermediate values of one call, NumPy only
 WrongReturn = returns.WrongReturn
 to_arrays = returns.to_arrays
 check_binding = returns.check_binding
@@ -217,7 +218,7 @@ def execute_sources(setup, namespace):
     is_notebook = setup["kind"] == "ipynb"
     cell_seconds = setup["limits"].get("cell_seconds", 0)
     for index, source in enumerate(setup["sources"]):
-        where = f"cell {index + 1}" if is_notebook else "the file"
+        where = f"code cell {index + 1}" if is_notebook else "the file"
         filename = f"<{STUDENT_FILE_MARK} cell {index + 1}>" if is_notebook else setup["filename"]
         try:
             code = compile(source, filename, "exec", dont_inherit=True)
@@ -316,7 +317,25 @@ def run_call(function, call, arrays, blob, spec=None, task=None):
     seconds = _perf() - started
     for index, array in sorted(made.items()):
         parts.append((f"input:{index}", _plain_array(array)))
-    return {"status": "ok", "seconds": seconds}, parts
+    answer = {"status": "ok", "seconds": seconds}
+    if call.get("trace"):
+        answer["trace"] = trace_call(invoke, call, arrays, blob, parts)
+    return answer, parts
+
+
+def is_student_file(filename):
+    return filename in _student_files or filename.startswith(f"<{STUDENT_FILE_MARK}")
+
+
+def trace_call(invoke, call, arrays, blob, parts):
+    """Call again on fresh copies of the inputs, recording the intermediate arrays (see
+    ``trace.py``); their places go in the answer, the arrays into ``parts``."""
+    args, _ = build_args(call, arrays, blob)
+    places = []
+    for filename, line, depth, name, array in tracing.traced(invoke, args, is_student_file):
+        places.append({"file": filename, "line": line, "depth": depth, "name": name})
+        parts.append((f"trace:{len(places) - 1}", array))
+    return places
 
 
 def main():

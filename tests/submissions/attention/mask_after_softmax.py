@@ -11,3 +11,4 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     if mask is not None:
         weights = weights * mask
     return weights @ V, weights
+# where: mask-after-softmax=12

@@ -10,3 +10,4 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     scores = scores - scores.max(axis=-1, keepdims=True)
     weights = np.exp(scores)
     return weights @ V, weights
+# where: missing-normalization=11

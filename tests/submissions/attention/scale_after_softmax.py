@@ -12,3 +12,4 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     weights = weights / weights.sum(axis=-1, keepdims=True)
     weights = weights / np.sqrt(d_k)
     return weights @ V, weights
+# where: scale-after-softmax=13

@@ -9,3 +9,4 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
         scores = np.where(mask, scores, 0.0)
     weights = scores / scores.sum(axis=-1, keepdims=True)
     return weights @ V, weights
+# where: sum-normalization=10

@@ -18,3 +18,4 @@ def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o, num_heads, mask=None):
     a /= a.sum(-1, keepdims=True)
     heads = np.swapaxes(a @ v, -3, -2)
     return heads.reshape(*heads.shape[:-2], d_model) @ W_o
+# where: mask-inverted=15 scale-by-dmodel=13

@@ -28,3 +28,4 @@ def multi_head_attention(X_q, X_kv, W_q, W_k, W_v, W_o, num_heads, mask=None):
         scores = np.where(mask[..., None, :, :], scores, -np.inf)
     heads = _softmax(scores) @ V
     return _merge(heads) @ W_o
+# where: split-without-transpose=12 merge-without-transpose=17

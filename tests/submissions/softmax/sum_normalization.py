@@ -4,3 +4,4 @@ import numpy as np
 
 def softmax(x, axis=-1):
     return x / np.sum(x, axis=axis, keepdims=True)
+# where: sum-normalization=6

@@ -10,3 +10,4 @@ def attention(query, key, value, mask=None, dropout=None):
         scores = scores.masked_fill(mask == 1, -1e9)  # blocks the keys it should keep
     p_attn = scores.softmax(dim=-1)
     return torch.matmul(p_attn, value), p_attn
+# where: mask-inverted=10

@@ -9,3 +9,4 @@ def attention(query, key, value, mask=None, dropout=None):
         scores = scores.masked_fill(mask == 0, -1e9)
     p_attn = scores.softmax(dim=-1)
     return torch.matmul(p_attn, value), p_attn
+# where: scale-by-dk=7

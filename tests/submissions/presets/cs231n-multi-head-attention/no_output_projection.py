@@ -27,3 +27,4 @@ class MultiHeadAttention(nn.Module):
         if attn_mask is not None:
             scores = scores.masked_fill(attn_mask == 0, float("-inf"))
         return (scores.softmax(-1) @ v).transpose(1, 2).reshape(N, S, E)
+# where: missing-output-projection=29

@@ -32,3 +32,4 @@ class MultiHeadAttention(nn.Module):
         attn = self.attn_drop(F.softmax(scores, dim=-1))
         y = torch.matmul(attn, v).transpose(1, 2).reshape(N, S, E)
         return self.proj(y)
+# where: scale-by-dmodel=29

@@ -9,3 +9,4 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     return torch.softmax(scores, dim=-1) @ K
+# where: blend-keys=11

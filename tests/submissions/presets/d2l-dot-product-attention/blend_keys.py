@@ -14,3 +14,4 @@ class DotProductAttention(nn.Module):
         scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
         self.attention_weights = torch.softmax(scores, dim=-1)
         return torch.bmm(self.attention_weights, keys)
+# where: blend-keys=16

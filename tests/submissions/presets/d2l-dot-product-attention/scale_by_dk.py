@@ -13,3 +13,4 @@ class DotProductAttention(nn.Module):
         scores = torch.bmm(queries, keys.transpose(1, 2)) / d
         self.attention_weights = torch.softmax(scores, dim=-1)
         return torch.bmm(self.dropout(self.attention_weights), values)
+# where: scale-by-dk=13

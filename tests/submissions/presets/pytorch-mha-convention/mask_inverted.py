@@ -16,3 +16,4 @@ def multi_head_attention(query, key_value, W_q, W_k, W_v, W_o, num_heads, attn_m
         scores = scores.masked_fill(~attn_mask.unsqueeze(-3), float("-inf"))
     heads = scores.softmax(dim=-1) @ v
     return heads.transpose(-3, -2).reshape(*batch, n, d_model) @ W_o.T
+# where: mask-inverted=16

@@ -1,0 +1,158 @@
+"""Stage 4c (pure): the line of the submission where a named mistake enters.
+
+Diagnosis has already named the mistake from the outputs alone. On a traced call (``Probe.traced``:
+the child recorded the arrays the code computed, line by line), the recipe that explains the
+submission is compared, stage by stage, with the same recipe without this mistake: the first
+stage where they part is where the mistake enters, and the line quoted is the one that computed
+exactly that stage's value (and nothing the recipe without the mistake computes, nor an input).
+When no line computed it (a one-line expression inside a library call, an omission that only
+shows later and never as a value of its own), the next stage is tried; when none is found, no
+line is claimed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from grader.core.assignments import Assignment
+from grader.model import Array, CallOutcome, Probe, TracedValue
+from reference import catalogue
+
+#: scores at or below this are "blocked" whatever the fill value (-inf, -1e9, finfo.min)
+BLOCKED_BELOW = -1e4
+
+#: what each stage of ``reference.variants`` is, in a sentence's words
+STAGE_WORDS: Mapping[str, str] = {
+    "q": "the projected queries", "k": "the projected keys", "v": "the projected values",
+    "input": "a change to an input array", "shifted": "the shifted scores",
+    "q_heads": "the queries split into heads", "k_heads": "the keys split into heads",
+    "v_heads": "the values split into heads", "scores": "the scores",
+    "scaled": "the scaled scores", "masked": "the masked scores",
+    "exponentials": "the exponentials", "softmax": "the softmax weights",
+    "weights": "the attention weights", "heads": "the heads' outputs",
+    "merged": "the merged heads", "output": "the output",
+}
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a mistake enters: the notebook cell (None for a .py file), the line, the stage."""
+
+    cell: int | None
+    line: int
+    stage: str
+    #: a skipped step: the stage of the correct computation whose value the line computes
+    #: (the scores, used as the scaled scores), or None
+    used: str | None = None
+
+
+def locate(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
+           misconception_id: str, recipe: Mapping[str, str]) -> Place | None:
+    """The line where ``misconception_id`` (one of ``recipe``'s mistakes) enters, or None."""
+    row = catalogue.BY_ID[misconception_id]
+    if row.detector == "input-mutation":
+        return _first_input_change(probes, outcomes)
+    own = _own_choices(row, recipe)
+    if not own or not row.stages:
+        return None
+    without = {knob: choice for knob, choice in recipe.items() if (knob, choice) not in own}
+    for probe, outcome in zip(probes, outcomes):
+        if probe.traced and outcome.traced:
+            place = _first_place(assignment, probe, outcome.traced, recipe, without, row.stages)
+            if place is not None:
+                return place
+    return None
+
+
+def _first_input_change(probes: Sequence[Probe], outcomes: Sequence[CallOutcome]
+                        ) -> Place | None:
+    for probe, outcome in zip(probes, outcomes):
+        changed = [t for t in outcome.traced if t.changes_input] if probe.traced else []
+        if changed:
+            return Place(changed[0].cell, changed[0].line, "input")
+    return None
+
+
+def _own_choices(row: catalogue.Misconception, recipe: Mapping[str, str]
+                 ) -> set[tuple[str, str]]:
+    mine = {(v.knob, v.choice) for v in row.variants}
+    mine |= {(knob, c) for knob, choices in row.absorbs.items() for c in choices}
+    return {item for item in recipe.items() if item in mine}
+
+
+def _stages(assignment: Assignment, recipe: Mapping[str, str], probe: Probe) -> dict[str, Array]:
+    record: dict[str, Array] = {}
+    try:
+        with np.errstate(all="ignore"):
+            assignment.task.pipeline(recipe, *probe.args, record=record)
+    except (ValueError, IndexError, TypeError, ZeroDivisionError):
+        return {}
+    return record
+
+
+def _first_place(assignment: Assignment, probe: Probe, traced: Sequence[TracedValue],
+                 recipe: Mapping[str, str], without: Mapping[str, str],
+                 allowed: Sequence[str]) -> Place | None:
+    mistaken = _stages(assignment, recipe, probe)
+    correct = _stages(assignment, without, probe)
+    inputs = {f"the input {name}": np.asarray(a, dtype=np.float64)
+              for name, a in zip(assignment.arg_names, probe.args) if isinstance(a, np.ndarray)}
+    correct_path = {**correct, **inputs}
+    for stage in allowed:  # the row's order: where the mistake is best pointed at first
+        value = mistaken.get(stage)
+        if value is None or (stage in correct and _same(value, correct[stage])):
+            continue
+        # a skipped step (no scaling, no mask, no W_o) leaves a value the correct path has
+        # too, at an earlier stage: the line that computes it is the one the step belongs after
+        used = next((name for name, other in correct_path.items() if _same(value, other)), None)
+        hits = [(t.depth if used else 0, order, t) for order, t in enumerate(traced)
+                if not t.changes_input and _same(t.array, value)
+                and (used or not any(_same(t.array, o) for o in correct_path.values()))]
+        if hits:  # made first (a mistake) or, for a skipped step, made by the outermost code
+            best = min(hits, key=lambda hit: hit[:2])[2]
+            return Place(best.cell, best.line, stage, used)
+    return None
+
+
+def _same(computed: Array, stage: Array) -> bool:
+    """Is ``computed`` the stage's value, one head's slice of it, or one row of it (code that
+    loops over heads or rows computes them one at a time)?"""
+    return any(_close(computed, target) for target in _targets(stage, computed.shape))
+
+
+def _targets(stage: Array, shape: tuple[int, ...]) -> Iterator[Array]:
+    size = int(np.prod(shape))
+    if stage.shape == shape:
+        yield stage
+    elif stage.size == size and np.squeeze(stage).shape == tuple(d for d in shape if d != 1):
+        yield stage.reshape(shape)
+    elif len(shape) == 2 and stage.ndim >= 3 and stage.shape[-2:] == shape:
+        yield from stage.reshape(-1, *shape)
+    elif len(shape) == 1 and stage.ndim >= 2 and stage.shape[-1] == shape[0]:
+        yield from stage.reshape(-1, shape[0])
+
+
+def _close(a: Array, b: Array) -> bool:
+    if a.shape != b.shape:
+        return False
+    a = np.where(a <= BLOCKED_BELOW, -np.inf, a)
+    b = np.where(b <= BLOCKED_BELOW, -np.inf, b)
+    finite = np.abs(b[np.isfinite(b)])
+    scale = float(finite.max()) if finite.size else 1.0
+    return bool(np.allclose(a, b, rtol=1e-5, atol=1e-7 * max(scale, 1.0), equal_nan=True))
+
+
+def source_line(place: Place, sources: Sequence[str]) -> str | None:
+    """The quoted line's text, from the grader's own copy of the submission (a .py file is one
+    source, a notebook one per cell)."""
+    index = (place.cell - 1) if place.cell is not None else 0
+    if not 0 <= index < len(sources):
+        return None
+    lines = sources[index].splitlines()
+    if not 0 < place.line <= len(lines):
+        return None
+    text = lines[place.line - 1].strip()
+    return text[:200] if text else None

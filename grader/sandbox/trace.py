@@ -1,0 +1,148 @@
+"""Child side: the intermediate arrays a call of the student's function computes, line by line.
+
+Loaded by path in the child (standard library and NumPy only). One probe's call is run again
+under ``sys.settrace``, restricted to the submission's own frames: each float array a local
+variable takes (and each array a student function returns, or receives from another student
+function) is kept with the line that computed it. The grader compares these values with the
+stages of the recipe it has already diagnosed from the outputs, to quote the line where a
+mistake enters; the values never decide a verdict.
+"""
+
+import sys
+
+import numpy as np
+
+MAX_EVENTS = 20_000
+MAX_VALUES = 300
+MAX_ELEMENTS = 4096
+#: the name of the entry kept for the line that changed an input array in place
+CHANGED_INPUT = "<changed input>"
+
+_ndarray = np.ndarray
+_asarray = np.asarray
+_array_equal = np.array_equal
+
+
+def _as_float_array(value):
+    """A copy of ``value`` as a float NumPy array, or None (a torch tensor is read through
+    ``detach().cpu().numpy()``; nothing else is touched, so no student ``__array__`` runs)."""
+    if isinstance(value, _ndarray):
+        array = value
+    elif type(value).__module__.startswith("torch") and type(value).__name__ in (
+            "Tensor", "Parameter"):
+        try:
+            array = value.detach().cpu().numpy()
+        except Exception:  # noqa: BLE001 - an odd tensor is simply not recorded
+            return None
+    else:
+        return None
+    if array.dtype.kind != "f" or array.size > MAX_ELEMENTS or array.ndim == 0:
+        return None
+    return _array(array)
+
+
+def _array(array):
+    return _asarray(array, dtype=np.float64).copy()
+
+
+class Recorder:
+    """Keeps, for each local of each student frame, its latest array value and the line that
+    produced it; a name bound to a new object starts a new entry (``values`` in order)."""
+
+    def __init__(self, is_student_file):
+        self.is_student_file = is_student_file
+        self.values = []  # [filename, line, depth, name, array]
+        self.current = {}  # (frame id, name) -> (object id, index in values)
+        self.previous_line = {}  # frame id -> the line that ran last in that frame
+        self.depth = {}  # frame id -> how deep below the graded function
+        self.events = 0
+        self.full = False
+
+    def on_call(self, frame, event, arg):
+        if event != "call" or self.full or not self.is_student_file(frame.f_code.co_filename):
+            return None
+        caller = frame.f_back
+        frame_id = id(frame)
+        if caller is not None and id(caller) in self.depth:
+            self.depth[frame_id] = self.depth[id(caller)] + 1
+            # what a student function receives was computed on the calling line
+            self._snapshot(frame, caller.f_code.co_filename, caller.f_lineno,
+                           self.depth[id(caller)])
+        else:  # the graded function itself: its arguments are the test input, not computed
+            self.depth[frame_id] = 0
+            self._snapshot(frame, None, 0, 0)
+        self.previous_line[frame_id] = frame.f_lineno
+        return self.on_event
+
+    def on_event(self, frame, event, arg):
+        self.events += 1
+        if self.events > MAX_EVENTS or self.full:
+            self.full = True
+            return None
+        frame_id = id(frame)
+        filename = frame.f_code.co_filename
+        line = self.previous_line.get(frame_id, frame.f_lineno)
+        depth = self.depth.get(frame_id, 0)
+        if event == "line":
+            self._snapshot(frame, filename, line, depth)
+            self.previous_line[frame_id] = frame.f_lineno
+        elif event == "return":
+            self._snapshot(frame, filename, line, depth)
+            for value in (arg if isinstance(arg, (tuple, list)) else (arg,))[:4]:
+                self._keep(filename, frame.f_lineno, depth, "<return>", value, None)
+            self.depth.pop(frame_id, None)
+            self.previous_line.pop(frame_id, None)
+        return self.on_event
+
+    def _snapshot(self, frame, filename, line, depth):
+        try:
+            local = dict(frame.f_locals)
+        except Exception:  # noqa: BLE001 - a frame may refuse; nothing is recorded then
+            return
+        for name, value in local.items():
+            self._keep(filename, line, depth, str(name)[:60], value, (id(frame), name))
+
+    def _keep(self, filename, line, depth, name, value, key):
+        if not isinstance(value, _ndarray) and not type(value).__module__.startswith("torch"):
+            return
+        known = self.current.get(key) if key is not None else None
+        if known is not None and known[0] == id(value):
+            entry = self.values[known[1]]
+            array = _as_float_array(value)
+            if array is None or (array.shape == entry[4].shape
+                                 and _array_equal(array, entry[4], equal_nan=True)):
+                return
+            if entry[0] is None:  # a test input, changed in place by this line: said once
+                entry[0] = CHANGED_INPUT
+                self.values.append([filename, line, depth, CHANGED_INPUT, array])
+            else:
+                entry[1], entry[4] = line, array  # changed in place, by this line
+            return
+        array = _as_float_array(value)
+        if array is None:
+            return
+        if filename is None:  # an input: watched for changes, never reported as computed
+            self.values.append([None, 0, 0, name, array])
+            self.current[key] = (id(value), len(self.values) - 1)
+            return
+        if len(self.values) >= MAX_VALUES:
+            self.full = True
+            return
+        self.values.append([filename, line, depth, name, array])
+        if key is not None:
+            self.current[key] = (id(value), len(self.values) - 1)
+
+
+def traced(invoke, args, is_student_file):
+    """Call ``invoke(args)`` under the recorder; return the recorded values (even when the call
+    raises: what was computed before the error is still what it was)."""
+    recorder = Recorder(is_student_file)
+    previous = sys.gettrace()
+    sys.settrace(recorder.on_call)
+    try:
+        invoke(args)
+    except BaseException:  # noqa: BLE001, S110 - the traced rerun's errors are the first run's
+        pass
+    finally:
+        sys.settrace(previous)
+    return [v for v in recorder.values if v[0] not in (None, CHANGED_INPUT)]

@@ -1,0 +1,126 @@
+"""The feedback a student reads: the line it points at, the fix, the first screen, the notes.
+
+A fixture whose mistake sits on one unambiguous line says so in its last line,
+``# where: ID=LINE ...``; the report must quote exactly that line. Every quoted line, on any
+fixture, must be the submission's own text at that place.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from grader import grade
+from grader.render import text
+
+from .conftest import SUBMISSIONS, declared_error, expected_ids, needs_framework, notebook
+
+pytestmark = pytest.mark.e2e  # starts child processes: the slow tier
+
+FIXTURES = sorted([*SUBMISSIONS.glob("*/*.py"), *SUBMISSIONS.glob("presets/*/*.py")])
+FIRST_SCREEN_LINES = 25
+#: words of attention that have no place in a softmax report
+NOT_SOFTMAX = re.compile(r"K\.T|d_k|\bmask|quer(y|ies)|\bkeys?\b")
+
+
+def where_lines(path: Path) -> dict[str, int]:
+    last = path.read_text().rstrip().splitlines()[-1]
+    if not last.startswith("# where:"):
+        return {}
+    return {item.split("=")[0]: int(item.split("=")[1]) for item in last.split(":", 1)[1].split()}
+
+
+def _assignment(path: Path) -> str:
+    return path.parent.name
+
+
+def _graded(path: Path) -> dict:
+    needs_framework(_assignment(path))
+    return grade(path, assignment=_assignment(path))
+
+
+LOCATED = [p for p in FIXTURES if where_lines(p)]
+
+
+def test_enough_fixtures_pin_their_line() -> None:
+    pinned = {i for p in LOCATED for i in where_lines(p)}
+    assert len(LOCATED) >= 40 and len(pinned) >= 28
+
+
+@pytest.mark.parametrize("path", LOCATED, ids=[f"{p.parent.name}/{p.stem}" for p in LOCATED])
+def test_report_quotes_the_line_of_each_mistake(path: Path) -> None:
+    report = _graded(path)
+    lines = path.read_text().splitlines()
+    found = {m["id"]: m.get("location") for m in report["misconceptions"]}
+    for misconception, line in where_lines(path).items():
+        location = found[misconception]
+        assert location is not None, misconception
+        assert location["line"] == line, (misconception, location)
+        assert location["code"] == lines[line - 1].strip()
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[f"{p.parent.name}/{p.stem}" for p in FIXTURES])
+def test_every_finding_has_a_fix_and_the_first_screen_is_short(path: Path) -> None:
+    report = _graded(path)
+    lines = path.read_text().splitlines()
+    first_screen = text.summary(report)
+    assert len(first_screen) <= FIRST_SCREEN_LINES, "\n".join(first_screen)
+    shown = "\n".join(first_screen)
+    for item in report["misconceptions"]:
+        assert item["fix"] and " ".join(item["fix"].split()) in " ".join(shown.split())
+        if item.get("location"):  # never a line that is not the submission's own
+            assert item["location"]["code"] == lines[item["location"]["line"] - 1].strip()
+            assert item["location"]["code"] in shown
+    if path.parent.name == "softmax":
+        assert not NOT_SOFTMAX.search(text.render(report)), path
+    if not expected_ids(path) and not declared_error(path):
+        assert "What to fix" not in shown
+
+
+def test_a_notebook_finding_names_its_code_cell(grade_source) -> None:
+    buggy = (SUBMISSIONS / "attention" / "scale_by_dk.py").read_text()
+    report = grade_source(notebook(("markdown", "# Part 1"), "import numpy as np", buggy),
+                          "work.ipynb")
+    (item,) = report["misconceptions"]
+    assert item["location"]["cell"] == 2
+    assert item["location"]["code"] == "scores = Q @ np.swapaxes(K, -1, -2) / d_k"
+    assert "code cell 2, line 7" in text.render(report)
+
+
+def test_a_cell_that_does_not_touch_the_grade_is_a_note_after_it(grade_source) -> None:
+    correct = (SUBMISSIONS / "attention" / "correct_matmul.py").read_text()
+    report = grade_source(notebook(correct, "import matplotlib_is_not_here\nplt.plot([1, 2])"),
+                          "plots.ipynb")
+    assert report["score"] == report["max_score"]
+    (error,) = report["errors"]
+    assert error["kind"] == "missing-dependency" and error["affects_grade"] is False
+    shown = text.render(report)
+    assert "What to fix" not in shown
+    assert shown.index("Score:") < shown.index("Notes (these did not change your score)")
+
+
+def test_a_cell_error_that_may_have_cost_marks_stays_an_error(grade_source) -> None:
+    cells = ["import torch_is_not_here as torch\nimport numpy as np",
+             "def scaled_dot_product_attention(Q, K, V, mask=None):\n"
+             "    return torch.softmax(Q @ K.T, -1) @ V"]
+    report = grade_source(notebook(*cells), "uses_torch.ipynb")
+    assert report["errors"][0]["kind"] == "missing-dependency"
+    assert all(e.get("affects_grade", True) for e in report["errors"])
+    assert "What to fix" in text.render(report)
+
+
+@pytest.mark.parametrize("trick", [
+    "import sys\n    sys.settrace(None)\n",  # switches the recorder off
+    "import sys\n    if sys.gettrace() is not None:\n        raise RuntimeError('traced')\n",
+])
+def test_tracing_cannot_change_a_verdict(grade_source, trick: str) -> None:
+    """The traced call only picks the line to quote: code that notices or stops it keeps its
+    score and its misconceptions."""
+    buggy = (SUBMISSIONS / "attention" / "scale_by_dk.py").read_text()
+    plain = grade_source(buggy)
+    tricked = grade_source(buggy.replace("    d_k = Q.shape[-1]\n",
+                                         f"    {trick}    d_k = Q.shape[-1]\n"))
+    assert tricked["score"] == plain["score"]
+    assert [m["id"] for m in tricked["misconceptions"]] == ["scale-by-dk"]
