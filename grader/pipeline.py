@@ -153,6 +153,7 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
     """Diagnose and score the outcomes of the calls (pure: arrays in, report out); the
     submission's ``sources`` let findings quote the line they come from."""
     from grader.core.diagnose import diagnose
+    from grader.core.divergence import first_divergence
     from grader.core.report import build, call_errors
     from grader.core.scoring import max_score, score_checks
 
@@ -174,6 +175,7 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
 
     with np.errstate(all="ignore"):  # student outputs may hold inf/NaN: judged, not warned about
         findings = diagnose(spec, probes, outcomes, sources)
+        divergence = None if findings else first_divergence(spec, probes, outcomes, sources)
         references = [spec.reference(*p.args) for p in probes]
         checks = score_checks(spec, probes, outcomes, references)
         reference_outputs = [out for out, _ in references]
@@ -202,7 +204,8 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
     return build(assignment=spec.id, status="graded", score=score,
                  max_score=max_score(spec, probes),
                  conventions=spec.interface.conventions() | {f"task:{spec.task.name}"},
-                 findings=findings, checks=checks, errors=errors, metadata=metadata).to_dict()
+                 findings=findings, checks=checks, errors=errors, metadata=metadata,
+                 divergence=divergence).to_dict()
 
 
 def _raises_not_implemented(outcome: CallOutcome) -> bool:

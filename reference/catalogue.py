@@ -616,6 +616,15 @@ def _ids_for(task: str, chosen: frozenset[tuple[str, str]]) -> tuple[str, ...]:
     return tuple(named)
 
 
+def own_choices(row_id: str, recipe: Mapping[str, str]) -> dict[str, str]:
+    """The wrong choices of ``recipe`` that stand for ``row_id`` (its variants, and the choices
+    it absorbs): the part of a combined recipe that is this one mistake."""
+    row = BY_ID[row_id]
+    mine = {(v.knob, v.choice) for v in row.variants}
+    mine |= {(knob, c) for knob, choices in row.absorbs.items() for c in choices}
+    return {knob: choice for knob, choice in recipe.items() if (knob, choice) in mine}
+
+
 def ignored_tags(task: str, recipe: Mapping[str, str]) -> frozenset[str]:
     """Probe tags on which ``recipe`` is not compared (see ``Misconception.ignores``)."""
     return _ignored_tags(task, frozenset(recipe.items()))

@@ -124,3 +124,92 @@ def test_tracing_cannot_change_a_verdict(grade_source, trick: str) -> None:
                                          f"    {trick}    d_k = Q.shape[-1]\n"))
     assert tricked["score"] == plain["score"]
     assert [m["id"] for m in tricked["misconceptions"]] == ["scale-by-dk"]
+
+
+NUMBERS = re.compile(r"At index \(([\d, ]*)\): yours (\S+), correct (\S+), with this mistake "
+                     r"(?:alone (\S+), with (?:both|all \d) of your mistakes )?(\S+)\.")
+MASK_IDS = {"mask-after-softmax", "mask-zero-fill", "mask-inverted", "mask-ignored",
+            "mask-transposed", "mask-as-additive-bias", "mask-misbroadcast"}
+BUILT_IN = [p for p in FIXTURES if p.parent.parent == SUBMISSIONS and expected_ids(p)]
+
+
+@pytest.mark.parametrize("path", BUILT_IN, ids=[f"{p.parent.name}/{p.stem}" for p in BUILT_IN])
+def test_each_findings_evidence_shows_that_finding(path: Path) -> None:
+    """The numbers tell the mistake apart from the correct answer, the call that reproduces
+    them has what the mistake needs (a mask for a masking mistake), and running it gives the
+    number quoted as yours."""
+    import numpy as np
+
+    report = _graded(path)
+    module: dict = {"__name__": "fixture"}
+    exec(compile(path.read_text(), str(path), "exec"), module)
+    for item in report["misconceptions"]:
+        evidence = item["evidence"]
+        numbers = NUMBERS.search(evidence)
+        if numbers is None:
+            continue
+        at, yours, correct, alone, mistaken = numbers.groups()
+        if alone is not None:  # one of several: its own part differs from the answer too
+            assert float(alone) != pytest.approx(float(correct), rel=1e-4), item["id"]
+        assert float(mistaken) != pytest.approx(float(correct), rel=1e-4), item["id"]
+        if yours.startswith("("):  # "(shape differs)": no number of yours to find
+            continue
+        call = evidence.split("Reproduce it with:\n", 1)[1]
+        if item["id"] in MASK_IDS:
+            assert "mask" in call.splitlines()[-1] or call.count(",") > 3, call
+        *setup, last = call.splitlines()
+        space = dict(module)
+        exec("\n".join(setup), space)
+        with np.errstate(all="ignore"):
+            result = eval(last, space)
+        output = result[0] if isinstance(result, tuple) else result
+        index = tuple(int(i) for i in at.split(",") if i.strip())
+        got = float(np.asarray(output)[index])
+        assert got == pytest.approx(float(yours), rel=1e-5, abs=1e-6, nan_ok=True), item["id"]
+
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOTTED = ["attention/combo_dk_inverted.py", "attention/mask_ignored.py",
+               "multi_head_attention/combo_dmodel_no_wo.py", "softmax/unstable.py",
+               "attention/correct_matmul.py"]
+
+
+@pytest.mark.parametrize("fixture", SNAPSHOTTED)
+def test_full_text_report_is_the_one_reviewed(fixture: str) -> None:
+    """Whole reports as a student reads them, reviewed by reading the files in
+    tests/snapshots/; after a deliberate change, ``UPDATE_SNAPSHOTS=1 pytest -k snapshot``
+    rewrites them, and the diff is reviewed like code."""
+    import os
+
+    path = SUBMISSIONS / fixture
+    shown = text.render(_graded(path))
+    saved = SNAPSHOTS / (fixture.replace("/", "__").removesuffix(".py") + ".txt")
+    if os.environ.get("UPDATE_SNAPSHOTS"):
+        saved.parent.mkdir(exist_ok=True)
+        saved.write_text(shown)
+    assert shown == saved.read_text()
+
+
+UNEXPLAINED = sorted((SUBMISSIONS / "unexplained").glob("*/*.py"))
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+@pytest.mark.parametrize("path", UNEXPLAINED, ids=[f"{p.parent.name}/{p.stem}" for p in UNEXPLAINED])
+def test_a_mistake_no_misconception_explains_is_located_to_its_stage(path: Path,
+                                                                     seed: int) -> None:
+    """Unmodelled mistakes (``# located: STAGE``): nothing is named, and the report says in which
+    stage the computation first goes wrong, on the line that computes it, with numbers."""
+    stage = path.read_text().splitlines()[0].split(":", 1)[1].strip()
+    report = grade(path, assignment=path.parent.name, seed=seed)
+    assert report["misconceptions"] == [] and report["score"] < report["max_score"]
+    located = report["located"]
+    assert located["stage"] == stage
+    assert "yours is" in located["message"] and "the correct value" in located["message"]
+    location = located["location"]
+    assert location["code"] == path.read_text().splitlines()[location["line"] - 1].strip()
+    assert "Where it first goes wrong" in text.render(report)
+
+
+def test_a_correct_submission_is_never_located() -> None:
+    report = grade(SUBMISSIONS / "multi_head_attention" / "correct_head_loop.py")
+    assert report["score"] == report["max_score"] and "located" not in report

@@ -108,5 +108,5 @@ def mismatch_message(actual: Array, expected: Array, tol: Tolerance, what: str =
     return (f"{what}: {int(bad.sum())} / {bad.size} elements differ "
             f"({100 * bad.sum() / bad.size:.1f}%); greatest absolute difference "
             f"{_fmt(diff.flat[worst])} at index {_index(worst, actual.shape)} "
-            f"(up to {_fmt(allowed.flat[worst])} allowed): got {_fmt(actual.flat[worst])}, "
-            f"expected {_fmt(expected.flat[worst])}.")
+            f"(a rounding margin of {_fmt(allowed.flat[worst])} is allowed): "
+            f"got {_fmt(actual.flat[worst])}, expected {_fmt(expected.flat[worst])}.")

@@ -49,29 +49,66 @@ def explain(matcher: Matcher, misconception_id: str, recipe: Recipe,
         shown = min(indices, key=lambda i: (matcher.probes[i].size, i)) if indices else None
         return (_sentence(row, assignment, matcher.probes[shown], recipe) + "."
                 if shown is not None else row.title + ".")
+    own = catalogue.own_choices(misconception_id, recipe)
+    one_of_several = 0 < len(own) < len(recipe)
+    if one_of_several:  # show it where this mistake alone changes the answer
+        telling = [i for i in telling if _changes_answer(matcher, own, i)] or telling
     index = min(telling, key=lambda i: (matcher.probes[i].size, i))
     probe = matcher.probes[index]
     lines = [f"On test input '{probe.id}' {_sentence(row, assignment, probe, recipe)}."]
     outcome = matcher.outcomes[index]
-    correct, _ = assignment.reference(*probe.args)
-    correct = np.asarray(correct, dtype=np.float64)
+    correct = _correct(matcher, index)
     variant = matcher.variant_output(recipe, index)
     if outcome.ok and variant is not None and correct.shape == variant.shape:
-        with np.errstate(all="ignore"):
-            gap = np.where(np.isfinite(correct - variant), np.abs(correct - variant), np.inf)
+        alone = matcher.variant_output(own, index) if one_of_several else None
+        gap = _gap(matcher, own if alone is not None else recipe, index)
         at = np.unravel_index(int(np.argmax(gap)), gap.shape)
         assert outcome.output is not None
         got = outcome.output[at] if outcome.output.shape == correct.shape else None
         where = str(tuple(int(i) for i in at))
-        lines.append(
-            f"At index {where}: yours {_num(got)}, correct {_num(correct[at])}, "
-            f"with this mistake {_num(variant[at])}."
-        )
+        if alone is not None:
+            # several mistakes at once: what this one alone would give, then all of them
+            lines.append(
+                f"At index {where}: yours {_num(got)}, correct {_num(correct[at])}, with this "
+                f"mistake alone {_num(alone[at])}, with {_all(recipe)} of your mistakes "
+                f"{_num(variant[at])}.")
+        else:
+            lines.append(
+                f"At index {where}: yours {_num(got)}, correct {_num(correct[at])}, "
+                f"with this mistake {_num(variant[at])}."
+            )
     elif outcome.ok and outcome.output is not None:
         lines.append(f"Your output has shape {tuple(outcome.output.shape)}; the correct one has "
                      f"shape {tuple(correct.shape)}.")
     lines.append("Reproduce it with:\n" + call_text(assignment, probe))
     return "\n".join(lines)
+
+
+def _correct(matcher: Matcher, index: int) -> Array:
+    correct, _ = matcher.assignment.reference(*matcher.probes[index].args)
+    return np.asarray(correct, dtype=np.float64)
+
+
+def _gap(matcher: Matcher, recipe: Recipe, index: int) -> Array:
+    """How far ``recipe``'s answer is from the correct one, element by element (inf where one
+    of them is not finite; empty when it cannot run or has another shape)."""
+    correct, variant = _correct(matcher, index), matcher.variant_output(recipe, index)
+    if variant is None or variant.shape != correct.shape:
+        return np.zeros(0)
+    with np.errstate(all="ignore"):
+        difference = np.abs(correct - variant)
+    same = (correct == variant) | (np.isnan(correct) & np.isnan(variant))
+    return np.where(same, 0.0, np.where(np.isfinite(difference), difference, np.inf))
+
+
+def _changes_answer(matcher: Matcher, recipe: Recipe, index: int) -> bool:
+    """Does ``recipe`` change the answer on this probe beyond rounding?"""
+    scale = 1.0 + float(np.nanmax(np.abs(_correct(matcher, index)), initial=0.0))
+    return bool(_gap(matcher, recipe, index).max(initial=0.0) > 1e-6 * scale)
+
+
+def _all(recipe: Recipe) -> str:
+    return "both" if len(recipe) == 2 else f"all {len(recipe)}"
 
 
 def _within(ratio: float | None) -> bool:

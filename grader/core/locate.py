@@ -55,10 +55,10 @@ def locate(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[C
     row = catalogue.BY_ID[misconception_id]
     if row.detector == "input-mutation":
         return _first_input_change(probes, outcomes)
-    own = _own_choices(row, recipe)
+    own = catalogue.own_choices(misconception_id, recipe)
     if not own or not row.stages:
         return None
-    without = {knob: choice for knob, choice in recipe.items() if (knob, choice) not in own}
+    without = {knob: choice for knob, choice in recipe.items() if knob not in own}
     for probe, outcome in zip(probes, outcomes):
         if probe.traced and outcome.traced:
             place = _first_place(assignment, probe, outcome.traced, recipe, without, row.stages)
@@ -76,14 +76,7 @@ def _first_input_change(probes: Sequence[Probe], outcomes: Sequence[CallOutcome]
     return None
 
 
-def _own_choices(row: catalogue.Misconception, recipe: Mapping[str, str]
-                 ) -> set[tuple[str, str]]:
-    mine = {(v.knob, v.choice) for v in row.variants}
-    mine |= {(knob, c) for knob, choices in row.absorbs.items() for c in choices}
-    return {item for item in recipe.items() if item in mine}
-
-
-def _stages(assignment: Assignment, recipe: Mapping[str, str], probe: Probe) -> dict[str, Array]:
+def stages_of(assignment: Assignment, recipe: Mapping[str, str], probe: Probe) -> dict[str, Array]:
     record: dict[str, Array] = {}
     try:
         with np.errstate(all="ignore"):
@@ -96,28 +89,28 @@ def _stages(assignment: Assignment, recipe: Mapping[str, str], probe: Probe) -> 
 def _first_place(assignment: Assignment, probe: Probe, traced: Sequence[TracedValue],
                  recipe: Mapping[str, str], without: Mapping[str, str],
                  allowed: Sequence[str]) -> Place | None:
-    mistaken = _stages(assignment, recipe, probe)
-    correct = _stages(assignment, without, probe)
+    mistaken = stages_of(assignment, recipe, probe)
+    correct = stages_of(assignment, without, probe)
     inputs = {f"the input {name}": np.asarray(a, dtype=np.float64)
               for name, a in zip(assignment.arg_names, probe.args) if isinstance(a, np.ndarray)}
     correct_path = {**correct, **inputs}
     for stage in allowed:  # the row's order: where the mistake is best pointed at first
         value = mistaken.get(stage)
-        if value is None or (stage in correct and _same(value, correct[stage])):
+        if value is None or (stage in correct and same(value, correct[stage])):
             continue
         # a skipped step (no scaling, no mask, no W_o) leaves a value the correct path has
         # too, at an earlier stage: the line that computes it is the one the step belongs after
-        used = next((name for name, other in correct_path.items() if _same(value, other)), None)
+        used = next((name for name, other in correct_path.items() if same(value, other)), None)
         hits = [(t.depth if used else 0, order, t) for order, t in enumerate(traced)
-                if not t.changes_input and _same(t.array, value)
-                and (used or not any(_same(t.array, o) for o in correct_path.values()))]
+                if not t.changes_input and same(t.array, value)
+                and (used or not any(same(t.array, o) for o in correct_path.values()))]
         if hits:  # made first (a mistake) or, for a skipped step, made by the outermost code
             best = min(hits, key=lambda hit: hit[:2])[2]
             return Place(best.cell, best.line, stage, used)
     return None
 
 
-def _same(computed: Array, stage: Array) -> bool:
+def same(computed: Array, stage: Array) -> bool:
     """Is ``computed`` the stage's value, one head's slice of it, or one row of it (code that
     loops over heads or rows computes them one at a time)?"""
     return any(_close(computed, target) for target in _targets(stage, computed.shape))

@@ -9,12 +9,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from grader.model import CallOutcome, CheckResult, Finding, GraderError, Probe
+from grader.model import CallOutcome, CheckResult, Finding, GraderError, Probe, SourcePlace
 from reference.catalogue import BY_ID, wording
+
+if TYPE_CHECKING:
+    from grader.core.divergence import Divergence
 
 SCHEMA_VERSION = "1"
 MAX_MESSAGE_CHARS = 4000
@@ -44,13 +47,7 @@ class MisconceptionEntry:
            ) -> MisconceptionEntry:
         row = BY_ID[finding.id]
         title, explanation, fix = wording(row.id, conventions)
-        location = None
-        if finding.place is not None:
-            place = finding.place
-            location = {"line": place.line, "code": _clean(place.code, 200),
-                        "computes": place.computes}
-            if place.cell is not None:
-                location["cell"] = place.cell
+        location = _location(finding.place) if finding.place is not None else None
         return cls(row.id, title, explanation, _clean(finding.evidence, 16_000),
                    tuple(row.question_bank), fix, location)
 
@@ -106,6 +103,9 @@ class Report:
     checks: tuple[CheckResult, ...] = ()  # messages cleaned (see ``build``)
     errors: tuple[ErrorEntry, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: a wrong submission no misconception explains: where it first goes wrong (an extension
+    #: of SPEC's report: {"stage", "message"} and the "location" of the line when found)
+    located: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -118,6 +118,7 @@ class Report:
             "checks": [_check_dict(c) for c in self.checks],
             "errors": [e.to_dict() for e in self.errors],
             "metadata": self.metadata,
+            **({"located": self.located} if self.located else {}),
         }
 
     @classmethod
@@ -134,6 +135,7 @@ class Report:
             tuple(ErrorEntry(e["kind"], e["message"], e.get("affects_grade", True))
                   for e in data["errors"]),
             dict(data.get("metadata", {})),
+            data.get("located"),
         )
 
 
@@ -169,14 +171,34 @@ def call_errors(probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
 def build(*, assignment: str, status: str, score: float, max_score: float,
           findings: Sequence[Finding] = (), checks: Sequence[CheckResult] = (),
           errors: Sequence[GraderError] = (), metadata: dict[str, Any] | None = None,
-          conventions: frozenset[str] = frozenset()) -> Report:
+          conventions: frozenset[str] = frozenset(),
+          divergence: Divergence | None = None) -> Report:
     """The report; ``conventions`` (a course's, see ``catalogue.wording``) word the findings."""
     return Report(assignment, status, round(float(score), 4), round(float(max_score), 4),
                   tuple(MisconceptionEntry.of(f, conventions) for f in findings),
                   tuple(dataclasses.replace(c, message=_clean(c.message),
                                             question_bank=tuple(c.question_bank))
                         for c in checks),
-                  tuple(ErrorEntry.of(e) for e in errors), metadata or {})
+                  tuple(ErrorEntry.of(e) for e in errors), metadata or {},
+                  _located(divergence))
+
+
+def _located(divergence: Divergence | None) -> dict[str, Any] | None:
+    if divergence is None:
+        return None
+    located: dict[str, Any] = {"stage": divergence.stage,
+                               "message": _clean(divergence.message, 1000)}
+    if divergence.place is not None:
+        located["location"] = _location(divergence.place)
+    return located
+
+
+def _location(place: SourcePlace) -> dict[str, Any]:
+    location: dict[str, Any] = {"line": place.line, "code": _clean(place.code, 200),
+                                "computes": place.computes}
+    if place.cell is not None:
+        location["cell"] = place.cell
+    return location
 
 
 @cache

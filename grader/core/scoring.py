@@ -97,7 +97,7 @@ def _same_twice(probes: Sequence[Probe], outcomes: Sequence[CallOutcome]) -> tup
             return same, ("calling twice with the same arrays gives the same result." if same else
                           "calling the function twice with the same arrays gave different "
                           "results (state kept between calls, or inputs modified in place).")
-    return True, "not probed."
+    return True, "not tested here."
 
 
 def score_checks(assignment: Assignment, probes: Sequence[Probe],

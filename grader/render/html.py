@@ -6,9 +6,12 @@ from html import escape
 from typing import Any
 
 from grader.render.verdict import (
+    LOCATED_HEADING,
     NOTES_HEADING,
+    evidence_once,
     first_line,
     grading_errors,
+    located,
     notes,
     place,
     read_more,
@@ -58,15 +61,19 @@ def render(report: dict[str, Any]) -> str:
             f"<p>{escape(e['kind'])}:</p><pre>{escape(e['message'])}</pre>" for e in notes(report)))
     if report["misconceptions"]:
         parts.append("<h4>Misconceptions</h4>")
-        for item in report["misconceptions"]:
+        for item, shown in zip(report["misconceptions"], evidence_once(report["misconceptions"])):
             bank = read_more(item)
             parts.append(f"<h5><code>{escape(item['id'])}</code>: {escape(item['title'])}</h5>"
                          f"<p>{escape(item['explanation'])}</p>"
-                         f"<p>Evidence:</p><pre>{escape(item['evidence'])}</pre>"
+                         f"<p>Evidence:</p><pre>{escape(shown)}</pre>"
                          + (f"<p>Read more in the question bank: {escape(bank)}</p>"
                             if bank else ""))
     elif unexplained(report):
         parts.append(f"<p>{escape(str(unexplained(report)))}</p>")
+        where = located(report)
+        if where:
+            parts.append(f"<p><b>{LOCATED_HEADING}</b>: {escape(where[0])}</p>"
+                         + (f"<pre>{escape(where[1])}</pre>" if where[1] else ""))
     elif graded:
         parts.append("<p class='pass'>All checks pass and no misconception was found.</p>")
     if report["checks"]:

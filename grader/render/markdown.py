@@ -12,9 +12,12 @@ import re
 from typing import Any
 
 from grader.render.verdict import (
+    LOCATED_HEADING,
     NOTES_HEADING,
+    evidence_once,
     first_line,
     grading_errors,
+    located,
     notes,
     place,
     read_more,
@@ -88,6 +91,10 @@ def render(report: dict[str, Any], *, evidence: bool = True) -> str:
     verdict = unexplained(report)
     if verdict:
         lines += [verdict, ""]
+    where = located(report, evidence=evidence)
+    if where:
+        lines += [f"**{LOCATED_HEADING}**: {inline(where[0])}", ""]
+        lines += [fence(where[1]), ""] if where[1] else []
     for error in grading_errors(report):
         lines += [f"**Error ({inline(error['kind'])})**", "",
                   fence(error_text(error, evidence=evidence)), ""]
@@ -98,10 +105,10 @@ def render(report: dict[str, Any], *, evidence: bool = True) -> str:
                       ""]
     if report["misconceptions"]:
         lines += ["### Misconceptions", ""]
-        for item in report["misconceptions"]:
+        for item, shown in zip(report["misconceptions"], evidence_once(report["misconceptions"])):
             lines += [f"#### `{item['id']}`: {item['title']}", "", item["explanation"], ""]
             if evidence:
-                lines += ["Evidence:", "", fence(item["evidence"]), ""]
+                lines += ["Evidence:", "", fence(shown), ""]
             if read_more(item):
                 lines += [f"Read more in the question bank: {inline(str(read_more(item)))}", ""]
     if report["checks"]:

@@ -6,9 +6,12 @@ import textwrap
 from typing import Any
 
 from grader.render.verdict import (
+    LOCATED_HEADING,
     NOTES_HEADING,
+    evidence_once,
     first_line,
     grading_errors,
+    located,
     notes,
     place,
     read_more,
@@ -55,6 +58,10 @@ def summary(report: dict[str, Any]) -> list[str]:
     verdict = unexplained(report)
     if verdict:
         out += [verdict, ""]
+    where = located(report)
+    if where:
+        out += [LOCATED_HEADING, _wrap(where[0], "  ")]
+        out += [f"      {where[1]}", ""] if where[1] else [""]
     if report["status"] == "graded" and not report["misconceptions"] and (
             report["score"] == report["max_score"]):
         out += ["All checks pass and no misconception was found.", ""]
@@ -75,11 +82,12 @@ def render(report: dict[str, Any]) -> str:
     out = summary(report)
     if report["misconceptions"]:
         out.append("Details")
-        for item in report["misconceptions"]:
+        for item, evidence in zip(report["misconceptions"],
+                                  evidence_once(report["misconceptions"])):
             out.append(f"  * {item['id']}: {item['title']}")
             out.append(_wrap(item["explanation"], "      "))
             out.append("      Evidence:")
-            out.append(_block(item["evidence"], "        "))
+            out.append(_block(evidence, "        "))
             if read_more(item):
                 out.append(_wrap(f"Read more in the question bank: {read_more(item)}", "      "))
         out.append("")

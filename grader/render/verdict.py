@@ -69,3 +69,38 @@ def notes(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 NOTES_HEADING = "Notes (these did not change your score)"
+
+
+CALL_MARK = "Reproduce it with:\n"
+
+
+def evidence_once(items: list[dict[str, Any]]) -> list[str]:
+    """Each finding's evidence, with a reproducing call already shown for an earlier finding
+    replaced by a pointer to it (one call serves the report)."""
+    shown: dict[str, str] = {}
+    out = []
+    for item in items:
+        head, mark, call = item["evidence"].partition(CALL_MARK)
+        if mark and call in shown:
+            out.append(f"{head}Reproduce it with the call shown for {shown[call]} above.")
+        else:
+            if mark:
+                shown[call] = item["id"]
+            out.append(item["evidence"])
+    return out
+
+
+def located(report: dict[str, Any], *, evidence: bool = True) -> tuple[str, str | None] | None:
+    """Where a wrong submission no misconception explains first goes wrong: the sentence
+    (without its numbers when they come from hidden tests) and the line's code, or None."""
+    found = report.get("located")
+    if not found:
+        return None
+    message = str(found["message"])
+    if not evidence:
+        message = message.split(": at index")[0].rstrip(".") + "."
+    location = found.get("location")
+    return message, (str(location["code"]) if location else None)
+
+
+LOCATED_HEADING = "Where it first goes wrong"

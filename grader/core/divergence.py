@@ -1,0 +1,121 @@
+"""Stage 4d (pure): where a wrong submission that no misconception explains first goes wrong.
+
+On a traced call (see ``grader.core.locate``) the values the code computed are matched with the
+correct computation's stages (the scores, the scaled scores, the weights, the heads, ...), in
+order. The stages the code got right are said, with their lines; the first stage after them that
+no value matches is where it goes wrong, and the first value of that stage's shape computed after
+the last right one, matching no correct value, is quoted with the numbers that show it. This is
+a finding of its own, not a misconception: it tells the student where to look.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from grader.core.assignments import Assignment
+from grader.core.compare import error_ratio, tolerance_for
+from grader.core.locate import STAGE_WORDS, Place, same, source_line, stages_of
+from grader.model import Array, CallOutcome, Probe, SourcePlace, TracedValue
+
+#: stages a correct submission may compute differently (any shift works before the softmax)
+OPTIONAL = frozenset({"shifted", "exponentials"})
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """The first stage that goes wrong, a sentence saying it, and the line if one was found."""
+
+    stage: str
+    message: str
+    place: SourcePlace | None = None
+
+
+def first_divergence(assignment: Assignment, probes: Sequence[Probe],
+                     outcomes: Sequence[CallOutcome], sources: Sequence[str]
+                     ) -> Divergence | None:
+    """Where the submission first departs from the correct computation, on the first traced
+    test input it gets wrong; None when no traced call shows it."""
+    for probe, outcome in zip(probes, outcomes):
+        if probe.traced and outcome.ok and outcome.traced and _wrong(assignment, probe, outcome):
+            found = _diverge(assignment, probe, outcome.traced, sources)
+            if found is not None:
+                return found
+    return None
+
+
+def _wrong(assignment: Assignment, probe: Probe, outcome: CallOutcome) -> bool:
+    expected, _ = assignment.reference(*probe.args)
+    expected = np.asarray(expected, dtype=np.float64)
+    assert outcome.output is not None
+    if outcome.output.shape != expected.shape:
+        return True
+    tolerance = tolerance_for(outcome.output, expected, "large" in probe.tags)
+    return error_ratio(outcome.output, expected, tolerance) > 1.0
+
+
+def _diverge(assignment: Assignment, probe: Probe, traced: Sequence[TracedValue],
+             sources: Sequence[str]) -> Divergence | None:
+    correct = stages_of(assignment, {}, probe)
+    order = [stage for stage in correct if stage not in OPTIONAL]
+    right: dict[str, int] = {}  # stage -> index in traced of its first matching value
+    for stage in order:
+        hit = next((i for i, t in enumerate(traced)
+                    if not t.changes_input and same(t.array, correct[stage])), None)
+        if hit is not None:
+            right[stage] = hit
+    if "output" in right:
+        return None
+    last = max((order.index(s) for s in right), default=-1)
+    after = right[order[last]] if last >= 0 else -1
+    told_right = [s for s in order[: last + 1] if s in right]
+    if "weights" in right and "softmax" in told_right:  # one value when nothing follows it
+        told_right.remove("softmax")
+    for wrong in order[last + 1:]:  # the first later stage some value of the code stands for
+        target = correct[wrong]
+        value = next(
+            (t for i, t in enumerate(traced)
+             if i > after and not t.changes_input and _shaped_like(t.array, target)
+             and not any(same(t.array, v) for v in correct.values())), None)
+        if value is not None:
+            place = _place(value, sources, STAGE_WORDS[wrong])
+            where = f" (line {value.line}" + (f" of code cell {value.cell}" if value.cell else "")
+            return Divergence(wrong, f"{_sentence(told_right, wrong, traced, right)}"
+                                     f"{where + ')' if place else ''}: "
+                                     f"{_numbers(value.array, target)}.", place)
+    if not told_right:
+        return None
+    return Divergence(order[last + 1], f"{_sentence(told_right, None, traced, right)}.")
+
+
+def _sentence(told_right: list[str], wrong: str | None, traced: Sequence[TracedValue],
+              right: dict[str, int]) -> str:
+    gone = (f"the first value that goes wrong is {STAGE_WORDS[wrong]}" if wrong else
+            "after that, no value your code computes is one of the correct next steps")
+    if not told_right:
+        return gone[0].upper() + gone[1:]
+    shown = [f"{STAGE_WORDS[s]} (line {traced[right[s]].line})" for s in told_right[-2:]]
+    return f"Your code gets {' and '.join(shown)} right; {gone}"
+
+
+def _shaped_like(value: Array, target: Array) -> bool:
+    if value.shape == target.shape:
+        return True
+    return target.ndim >= 3 and value.shape == target.shape[-2:]  # one head at a time
+
+
+def _numbers(value: Array, target: Array) -> str:
+    if value.shape != target.shape:
+        target = target.reshape(-1, *value.shape)[0]
+    with np.errstate(all="ignore"):
+        gap = np.where(np.isfinite(value - target), np.abs(value - target), np.inf)
+    at = np.unravel_index(int(np.argmax(gap)), gap.shape)
+    index = tuple(int(i) for i in at)
+    return f"at index {index} yours is {value[at]:.6g}, the correct value {target[at]:.6g}"
+
+
+def _place(value: TracedValue, sources: Sequence[str], computes: str) -> SourcePlace | None:
+    code = source_line(Place(value.cell, value.line, "output"), sources)
+    return None if code is None else SourcePlace(value.cell, value.line, code, computes)
