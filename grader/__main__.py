@@ -1,3 +1,3 @@
-from grader.cli import main
+from grader.launch import main
 
 main()

@@ -95,7 +95,7 @@ def _project_toml() -> str:
         f"dependencies = {json.dumps(requires)}",
         "",
         "[project.scripts]",
-        'attention-grader = "grader.cli:main"',
+        'attention-grader = "grader.launch:main"',
         "",
         "[tool.setuptools]",
         f"packages = {json.dumps(list(PACKAGES))}",

@@ -27,7 +27,7 @@ LAYERS: dict[str, int] = {
     "grader.cli": 4, "grader.batch": 4, "grader.class_report": 4, "grader.gradescope": 4,
     "grader.github_action": 4, "grader.notebook": 4, "grader.pytest_plugin": 4,
     "grader.starter": 4,
-    "grader": 5, "grader.__main__": 5,
+    "grader": 5, "grader.launch": 5, "grader.__main__": 6,
 }
 GROUPS = ("grader.core", "grader.sandbox", "grader.render", "reference")
 #: the only adapter that calls others is the command line, which dispatches to them; batch

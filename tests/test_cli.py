@@ -89,3 +89,36 @@ def test_batch_grades_each_submission_separately(tmp_path: Path) -> None:
     for report in out.glob("*.json"):
         if report.name != "summary.json":
             validate(json.loads(report.read_text()))
+
+
+def _workers() -> set[int]:
+    """Live worker interpreters on this machine (``grader/sandbox/worker.py``)."""
+    import os
+
+    found = set()
+    for name in os.listdir("/proc"):
+        try:
+            command = Path(f"/proc/{name}/cmdline").read_bytes()
+            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if b"sandbox/worker.py" in command and state not in ("Z", "X"):
+            found.add(int(name))
+    return found
+
+
+def test_a_worker_started_ahead_is_gone_when_the_command_stops_early(tmp_path: Path) -> None:
+    """`grade` and `check` start their worker before reading the command line; a command
+    that then stops (a missing file, a bad option) leaves no worker behind."""
+    before = _workers()
+    for args in (["grade", str(tmp_path / "missing.py")],
+                 ["check", str(SUBMISSIONS / "attention" / "correct_matmul.py"), "--no-such"]):
+        assert run_cli(*args).returncode == 2
+    assert _workers() <= before
+
+
+def test_a_graded_submission_exits_with_its_report_written(tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    result = run_cli("grade", str(SUBMISSIONS / "attention" / "scale_by_dk.py"), "-o", str(out))
+    assert result.returncode == 0
+    assert [m["id"] for m in json.loads(out.read_text())["misconceptions"]] == ["scale-by-dk"]

@@ -8,7 +8,6 @@ import secrets
 import select
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -18,8 +17,8 @@ from grader.config import Limits
 from grader.model import Submission, printable_name
 from grader.sandbox import forkserver, wire
 from grader.sandbox.processes import child_environment, kill_run, own_children, settle_and_reap
+from grader.sandbox.spawn import Spawned, spawn_worker
 
-WORKER = Path(__file__).with_name("worker.py")
 PACKAGE_ROOTS = (Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[2] / "reference")
 #: the background threads that reap a finished child (``settle_and_reap``)
 REAPER_THREAD = "attention-grader-reaper"
@@ -39,36 +38,27 @@ class Child:
     """One worker process and its two pipes."""
 
     def __init__(self, submission: Submission, workdir: Path, logdir: Path, newroot: Path,
-                 limits: Limits, attempt: int) -> None:
+                 limits: Limits, attempt: int, spawned: Spawned | None = None) -> None:
         self.nonce = secrets.token_hex(16)
-        self.marker = secrets.token_hex(8)
         self.limits = limits
-        request_read, self.request_write = os.pipe()
-        self.result_read, result_write = os.pipe()
         self.stdout_path = logdir / f"stdout-{attempt}.txt"
         self.server = forkserver.current()  # before listing what to spare: the server is one of them
-        self.spared = own_children()
         self.process: subprocess.Popen[bytes] | forkserver.Forked
-        with open(self.stdout_path, "wb") as out:
-            environment = child_environment(str(workdir), self.marker)
-            if self.server is not None:
-                pid = self.server.spawn(workdir, environment,
+        if self.server is not None:
+            self.marker = secrets.token_hex(8)
+            self.spared = own_children()
+            request_read, self.request_write = os.pipe()
+            self.result_read, result_write = os.pipe()
+            with open(self.stdout_path, "wb") as out:
+                pid = self.server.spawn(workdir, child_environment(str(workdir), self.marker),
                                         (request_read, result_write, out.fileno()))
-                self.process = forkserver.Forked(self.server, pid)
-            else:
-                self.process = subprocess.Popen(
-                    [sys.executable, "-I", "-B", str(WORKER), str(request_read),
-                     str(result_write)],
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    cwd=workdir,
-                    env=environment,
-                    pass_fds=(request_read, result_write),
-                    start_new_session=True,
-                )
-        os.close(request_read)
-        os.close(result_write)
+            self.process = forkserver.Forked(self.server, pid)
+            os.close(request_read)
+            os.close(result_write)
+        else:
+            started = spawned or spawn_worker(workdir, self.stdout_path)
+            self.process, self.marker, self.spared = started.process, started.marker, started.spared
+            self.request_write, self.result_read = started.request_write, started.result_read
         self.reader = wire.FrameReader(limits.max_result_mb << 20)
         self.pending: list[tuple[dict[str, Any], bytes]] = []
         setup = {

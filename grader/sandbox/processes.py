@@ -52,11 +52,28 @@ def become_subreaper() -> bool:
 def _stat(pid: int | str) -> list[str] | None:
     """The fields of /proc/<pid>/stat after the command name (state, parent, group, session,
     ...), or None when the process is gone."""
+    stat = _read(f"/proc/{pid}/stat")
+    if stat is None:
+        return None
+    return stat[stat.rfind(b")") + 2 :].decode("ascii", "replace").split()
+
+
+def _read(path: str) -> bytes | None:
+    """A small /proc file's bytes, or None (read with plain system calls: a run scans /proc a
+    few times, and pathlib's overhead per file was most of that time)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
-    return stat[stat.rfind(")") + 2 :].split()
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _proc_status(pid: int) -> tuple[int, int] | None:
@@ -68,10 +85,7 @@ def _proc_status(pid: int) -> tuple[int, int] | None:
 
 
 def _carries_marker(pid: int, marker: str) -> bool:
-    try:
-        return f"{MARKER_VARIABLE}={marker}".encode() in Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return False
+    return f"{MARKER_VARIABLE}={marker}".encode() in (_read(f"/proc/{pid}/environ") or b"")
 
 
 def stray_processes(session: int, marker: str, spared: set[int]) -> list[int]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -23,6 +22,7 @@ from grader.model import CallOutcome, GraderError, Probe, RunInfo, Submission, T
 from grader.sandbox import forkserver, wire
 from grader.sandbox.child import Child
 from grader.sandbox.processes import become_subreaper, boot_ticks, reap_zombies, remove_leftovers
+from grader.sandbox.spawn import take_head_start
 
 UNPRIVILEGED_ID = 65534  # the child's user after the uid drop (confine.py)
 OUTPUT_EXCERPT_BYTES = 4096
@@ -172,10 +172,8 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
     info.isolation = tuple(layers)
     started, started_wall = time.monotonic(), time.time()
     total_deadline = started + limits.total_seconds
-    base = Path(tempfile.mkdtemp(prefix="attention-grader-"))
+    base, spawned = take_head_start(reusable=not forkserver.in_use())
     workdir, logdir, newroot = base / "work", base / "log", base / "root"
-    for folder in (workdir, logdir, newroot):
-        folder.mkdir()
     outcomes: dict[int, CallOutcome] = {}
     tripped: list[str] = []
     try:
@@ -183,7 +181,8 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
         attempt = 0
         while True:
             remaining = [i for i in range(len(planned.probes)) if i not in outcomes] if planned else []
-            child = Child(submission, workdir, logdir, newroot, limits, attempt)
+            child = Child(submission, workdir, logdir, newroot, limits, attempt,
+                          spawned if attempt == 0 else None)
             if prepare is not None and attempt == 0:
                 prepare()
             try:

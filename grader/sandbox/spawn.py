@@ -1,0 +1,106 @@
+"""Starting a worker interpreter (``worker.py``), and the head start of a one-submission command.
+
+Standard library only, and importable before the rest of the grader: ``grader.launch`` starts
+the worker first thing, so that the interpreter and NumPy load in the child while this process
+imports the command line and the grader; the run then takes it (``take_head_start``). No
+student code runs in a worker before the run sends its setup frame.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import NamedTuple
+
+from grader.sandbox.processes import child_environment, kill_run, own_children
+
+WORKER = Path(__file__).with_name("worker.py")
+
+
+class Spawned(NamedTuple):
+    """A fresh worker, started but not yet told what to run, and its two pipes."""
+
+    process: subprocess.Popen[bytes]
+    request_write: int
+    result_read: int
+    marker: str
+    #: this process's children before the worker: a run's clean-up never kills them
+    spared: set[int]
+
+
+def spawn_worker(workdir: Path, stdout_path: Path) -> Spawned:
+    """Start a worker interpreter in ``workdir``; it waits for its setup frame."""
+    marker = secrets.token_hex(8)
+    request_read, request_write = os.pipe()
+    result_read, result_write = os.pipe()
+    spared = own_children()
+    with open(stdout_path, "wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-I", "-B", str(WORKER), str(request_read), str(result_write)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
+            env=child_environment(str(workdir), marker),
+            pass_fds=(request_read, result_write),
+            start_new_session=True,
+        )
+    os.close(request_read)
+    os.close(result_write)
+    return Spawned(process, request_write, result_read, marker, spared)
+
+
+def new_base() -> Path:
+    """A run's private folder: ``work`` (the child's), ``log`` (its output) and ``root``."""
+    base = Path(tempfile.mkdtemp(prefix="attention-grader-"))
+    for folder in ("work", "log", "root"):
+        (base / folder).mkdir()
+    return base
+
+
+_head_start: tuple[Path, Spawned] | None = None
+
+
+def head_start() -> None:
+    """Start the next run's worker now (unused, it is killed when this process exits)."""
+    global _head_start
+    if _head_start is None:
+        base = new_base()
+        _head_start = (base, spawn_worker(base / "work", base / "log" / "stdout-0.txt"))
+        atexit.register(_drop_head_start)
+
+
+def take_head_start(*, reusable: bool = True) -> tuple[Path, Spawned | None]:
+    """A run's folder, with the worker started ahead in it if there is one still alive (and
+    ``reusable``: a run through the fork server does not use it)."""
+    global _head_start
+    taken, _head_start = _head_start, None
+    if taken is not None and reusable and taken[1].process.poll() is None:
+        return taken
+    if taken is not None:
+        _discard(*taken)
+    return new_base(), None
+
+
+def _drop_head_start() -> None:
+    global _head_start
+    if _head_start is not None:
+        _discard(*_head_start)
+        _head_start = None
+
+
+def _discard(base: Path, spawned: Spawned) -> None:
+    kill_run(spawned.process.pid, spawned.marker, spawned.spared, settle=False)
+    spawned.process.wait()
+    for fd in (spawned.request_write, spawned.result_read):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    shutil.rmtree(base, ignore_errors=True)
