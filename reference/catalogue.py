@@ -77,7 +77,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         _v("scale", "dk", only=ATTN_MHA),
         "your scores are divided by d_k = {d_k}; the correct divisor is sqrt(d_k) = {sqrt_dk}",
         fix='Divide the scores by `np.sqrt(d_k)`, not by `d_k`.',
-        stages=('scaled',),
+        stages=('scaled', 'weights'),
     ),
     Misconception(
         "no-scaling",
@@ -104,7 +104,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "your scores are multiplied by sqrt(d_k) = {sqrt_dk}; they should be divided by it",
         fix=('Divide the scores by `np.sqrt(d_k)` instead of multiplying by it (or '
              'multiply by `d_k ** -0.5`).'),
-        stages=('scaled',),
+        stages=('scaled', 'weights'),
     ),
     Misconception(
         "scale-by-dv",
@@ -118,17 +118,17 @@ CATALOGUE: tuple[Misconception, ...] = (
         "sqrt(d_k) = {sqrt_dk}",
         fix=('Take d_k from the queries (`d_k = Q.shape[-1]`), not from V, and divide the '
              'scores by `np.sqrt(d_k)`.'),
-        stages=('scaled',),
+        stages=('scaled', 'weights'),
     ),
     Misconception(
         "scale-after-softmax",
-        "You apply 1/sqrt(d_k) to the weights after the softmax",
+        "You apply the scale to the weights after the softmax",
         "The scale belongs inside the softmax: it controls how sharp the distribution over keys "
-        "is. Multiplying the weights afterwards leaves the sharpness unchanged and makes every row "
-        "sum to 1/sqrt(d_k) instead of 1.",
+        "is. Multiplying the weights afterwards (by 1/sqrt(d_k) or any other factor) leaves the "
+        "sharpness unchanged and makes every row sum to that factor instead of 1.",
         ("B-1", "B-2"),
-        _v("scale", "after_softmax", only=ATTN_MHA),
-        "your weights sum to 1/sqrt(d_k) = {inv_sqrt_dk} per row; they should sum to 1",
+        _v("scale_at", "weights", only=ATTN_MHA),
+        "your weights sum to {weights_sum} per row; they should sum to 1",
         fix=('Divide the scores by `np.sqrt(d_k)` before the softmax, and use the weights '
              'exactly as the softmax returns them.'),
         stages=('weights',),
@@ -354,7 +354,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "sqrt(d_k) = {sqrt_dk} with d_k = d_model / num_heads = {d_k}",
         fix=('Divide by `np.sqrt(d_k)` with the per-head width `d_k = d_model // '
              'num_heads`, not by `np.sqrt(d_model)`.'),
-        stages=('scaled',),
+        stages=('scaled', 'weights'),
     ),
     Misconception(
         "heads-not-split",
@@ -458,7 +458,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "divisor is sqrt(d_k) = {sqrt_dk}",
         fix=('Divide by `np.sqrt(d_k)` with `d_k = Q.shape[-1]`, the feature width on the '
              'last axis, not a sequence length.'),
-        stages=('scaled',),
+        stages=('scaled', 'weights'),
     ),
     Misconception(
         "mask-transposed",
@@ -498,7 +498,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "sqrt(d_k) = {sqrt_dk}",
         fix=('Divide by `np.sqrt(d_k)` with `d_k = d_model // num_heads`, not by '
              '`np.sqrt(num_heads)`.'),
-        stages=('scaled',),
+        stages=('scaled', 'weights'),
     ),
     Misconception(
         "merge-without-transpose",

@@ -27,6 +27,7 @@ CORRECT: dict[str, str] = {
     # attention core (also inside every head of multi-head attention)
     "scores": "qkt",
     "scale": "sqrt_dk",
+    "scale_at": "scores",
     "mask": "where",
     "normalize": "softmax",
     "values": "v",
@@ -114,14 +115,14 @@ SCORES: dict[str, Callable[[Array, Array], Array]] = {
     "qk": lambda q, k: q @ k,
 }
 
-# scale choice -> factor the scores are multiplied by (before softmax)
+# scale choice -> the factor applied: to the scores before the softmax, or with the "scale_at"
+# choice "weights", to the weights after it (amount and place compose)
 SCALE: dict[str, Callable[[Dims], float]] = {
     "sqrt_dk": lambda d: 1 / np.sqrt(d.d_k),
     "dk": lambda d: 1 / d.d_k,
     "none": lambda d: 1.0,
     "times_sqrt_dk": lambda d: float(np.sqrt(d.d_k)),
     "sqrt_dv": lambda d: 1 / np.sqrt(d.d_v),
-    "after_softmax": lambda d: 1.0,
     "sqrt_m": lambda d: 1 / np.sqrt(d.m),
     "sqrt_n": lambda d: 1 / np.sqrt(d.n),
     "sqrt_k_shape0": lambda d: 1 / np.sqrt(d.k_shape0),
@@ -170,12 +171,14 @@ def attention_core(
     scores = stages["scores"] = SCORES[_choice(recipe, "scores")](q, k)
     if mask is not None and mask_choice == "additive_before_scale":
         scores = scores + mask
-    scores = stages["scaled"] = scores * SCALE[scale_choice](dims)
+    factor = SCALE[scale_choice](dims)
+    after_softmax = _choice(recipe, "scale_at") == "weights"
+    scores = stages["scaled"] = scores if after_softmax else scores * factor
     if mask is not None:
         scores = stages["masked"] = MASK_SCORES[mask_choice](scores, mask)
     weights = stages["softmax"] = _normalize(_choice(recipe, "normalize"), scores, -1, record)
-    if scale_choice == "after_softmax":
-        weights = weights / np.sqrt(dims.d_k)
+    if after_softmax:
+        weights = weights * factor
     if mask is not None and mask_choice == "after_softmax":
         weights = np.where(mask, weights, 0.0)
     stages["weights"] = weights

@@ -58,8 +58,12 @@ def _softmax_fields(probe: Probe, recipe: Recipe) -> dict[str, object]:
 
 
 def _sizes(q: Array, d_k: int, d_v: int, n: int, m: int, heads: int,
-           d_model: int) -> dict[str, object]:
+           d_model: int, recipe: Recipe) -> dict[str, object]:
+    dims = variants.Dims(n=n, m=m, d_k=d_k, d_v=d_v, k_shape0=m, k_shape1=d_k,
+                         d_model=d_model, num_heads=heads)
+    factor = variants.SCALE[recipe.get("scale", variants.CORRECT["scale"])](dims)
     return {
+        "weights_sum": f"{factor:.4g}",
         "d_k": d_k, "sqrt_dk": f"{np.sqrt(d_k):.4g}", "inv_sqrt_dk": f"{1 / np.sqrt(d_k):.4g}",
         "d_v": d_v, "sqrt_dv": f"{np.sqrt(d_v):.4g}", "n": n, "m": m,
         "d_model": d_model, "sqrt_dmodel": f"{np.sqrt(d_model):.4g}", "h": heads,
@@ -71,7 +75,7 @@ def _sizes(q: Array, d_k: int, d_v: int, n: int, m: int, heads: int,
 def _attention_fields(probe: Probe, recipe: Recipe) -> dict[str, object]:
     q, k, v = probe.args[:3]
     d_k = q.shape[-1]
-    return _sizes(q, d_k, v.shape[-1], q.shape[-2], k.shape[-2], 1, d_k)
+    return _sizes(q, d_k, v.shape[-1], q.shape[-2], k.shape[-2], 1, d_k, recipe)
 
 
 _MATRIX_NAMES = {"q": "W_q", "k": "W_k", "v": "W_v", "-": "no matrix"}
@@ -83,7 +87,7 @@ def _multi_head_fields(probe: Probe, recipe: Recipe) -> dict[str, object]:
     d_k = d_model // heads
     projection = ", ".join(f"{role} from {_MATRIX_NAMES[c]}"
                            for role, c in zip("QKV", recipe.get("proj_matrices", "qkv")))
-    return {**_sizes(q, d_k, d_k, q.shape[-2], k.shape[-2], heads, d_model),
+    return {**_sizes(q, d_k, d_k, q.shape[-2], k.shape[-2], heads, d_model, recipe),
             "projection": projection}
 
 
