@@ -530,12 +530,15 @@ CATALOGUE: tuple[Misconception, ...] = (
         "The scores of multi-head attention have a head axis the mask does not have. Insert it "
         "(mask[..., None, :, :]) so that every head of batch item b uses mask b. Broadcasting "
         "the mask as it is lines its batch axis up with the head axis, which only runs when the "
-        "batch size equals the number of heads, and then gives head b the mask of item b.",
+        "batch size equals the number of heads, and then gives head b the mask of item b. With "
+        "the heads folded into the batch axis, (B * h, n, m), `np.tile(mask, (h, 1, 1))` does "
+        "the same: it lays the masks out head by head, while `np.repeat(mask, h, axis=0)` keeps "
+        "each item's mask with its own heads.",
         ("A-edge-6",),
-        _v("mask", "misbroadcast", only=MHA),
+        _v("mask_heads", "misbroadcast", only=MHA),
         "with batch = num_heads = {h}, head b of every item uses the mask of item b",
-        fix=('Give the (..., n, m) mask a head axis before applying it to the (..., h, n, '
-             'm) scores: `np.expand_dims(mask, -3)`.'),
+        fix=("Give the mask a head axis before applying it: `np.expand_dims(mask, -3)` (heads "
+             "folded into the batch: `np.repeat(mask, h, axis=0)`, not `np.tile`)."),
         stages=('masked',),
     ),
     Misconception(

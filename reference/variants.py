@@ -29,6 +29,8 @@ CORRECT: dict[str, str] = {
     "scale": "sqrt_dk",
     "scale_at": "scores",
     "mask": "where",
+    # how a (..., n, m) mask meets the (..., h, n, m) scores of multi-head attention
+    "mask_heads": "expand",
     "normalize": "softmax",
     "values": "v",
     # multi-head attention
@@ -143,7 +145,6 @@ MASK_SCORES: dict[str, Callable[[Array, Array], Array]] = {
     "additive": lambda s, mask: s + mask,
     "additive_before_scale": lambda s, mask: s,
     "after_softmax": lambda s, mask: s,
-    "misbroadcast": lambda s, mask: np.where(mask, s, _BLOCKED),
 }
 
 
@@ -306,7 +307,7 @@ def _multi_head(
         stages.update(core)
     else:
         head_mask = mask
-        if mask is not None and _choice(recipe, "mask") != "misbroadcast":
+        if mask is not None and _choice(recipe, "mask_heads") == "expand":
             head_mask = np.expand_dims(mask, -3)
         q_heads, k_heads, v_heads = (_split(x, num_heads, split) for x in (q, k, v))
         stages.update(q_heads=q_heads, k_heads=k_heads, v_heads=v_heads)
