@@ -147,6 +147,8 @@ CATALOGUE: tuple[Misconception, ...] = (
         "m = {m} keys, should",
         fix=('Take the softmax along the last axis (`axis=-1`, over the keys), so that '
              'every row of weights sums to 1.'),
+        # a prefix mask blocks its last key for every query: 0/0 over the queries
+        ignores=frozenset({"prefix"}),
         stages=('softmax', 'weights', 'output'),
     ),
     Misconception(
@@ -471,6 +473,8 @@ CATALOGUE: tuple[Misconception, ...] = (
         "with n = m = {n} your weights follow mask.T instead of mask",
         fix=('Use the mask as given: it is (n, m), one row per query, like the scores; do '
              'not transpose it.'),
+        # a prefix mask blocks its last key for every query: 0/0 over the queries
+        ignores=frozenset({"prefix"}),
         stages=('masked',),
     ),
     Misconception(

@@ -68,8 +68,65 @@ def test_probes_the_interface_cannot_express_are_named_as_not_probed() -> None:
                    assignment="d2l-dot-product-attention")
     assert report["score"] == report["max_score"] < 10
     not_probed = report["metadata"]["not_probed"]
-    assert "values-masked" in [n["check"] for n in not_probed]
-    assert all("mask" in n["check"] and "valid lengths" in n["why"] for n in not_probed)
+    assert {n["check"] for n in not_probed} == {"masked-keys-zero-weight",
+                                                 "masked-keys-no-influence"}
+    assert all("valid lengths" in n["why"] for n in not_probed)
+    # masks that valid lengths can say stand in for the others: masking is still graded
+    assert "values-masked" in [c["id"] for c in report["checks"]]
+
+
+SELF_ONLY_COURSE = """\
+id = "self-only-course"
+task = "multi_head_attention"
+function = "self_attention"
+signature = "self_attention(x, W_q, W_k, W_v, W_o, num_heads)"
+arguments = ["x", "W_q", "W_k", "W_v", "W_o", "num_heads"]
+summary = "Multi-head self-attention without a mask."
+
+[interface]
+parameters = ["X_q", "W_q", "W_k", "W_v", "W_o", "num_heads"]
+mask = "none"
+self_attention_only = true
+"""
+
+SELF_ATTENTION = """\
+import numpy as np
+
+
+def self_attention(x, W_q, W_k, W_v, W_o, num_heads):
+    *batch, n, d_model = x.shape
+    d_k = d_model // num_heads
+    q = (x @ W_q).reshape(*batch, n, num_heads, d_k).swapaxes(-2, -3)
+    k = (x @ W_k).reshape(*batch, n, num_heads, d_k).swapaxes(-2, -3)
+    v = (x @ W_v).reshape(*batch, n, num_heads, d_k).swapaxes(-2, -3)
+    s = q @ k.swapaxes(-1, -2) / np.sqrt(d_k)
+    a = np.exp(s - s.max(-1, keepdims=True))
+    a /= a.sum(-1, keepdims=True)
+    return (a @ v).swapaxes(-2, -3).reshape(*batch, n, d_model) @ W_o
+"""
+
+
+@pytest.mark.parametrize("changes,expected", [
+    ([], []),
+    ([("np.sqrt(d_k)", "np.sqrt(d_model)")], ["scale-by-dmodel"]),
+    ([("s.max(-1,", "s.max(-2,"), ("a.sum(-1,", "a.sum(-2,")], ["softmax-over-queries"]),
+    ([(") @ W_o", ")")], ["missing-output-projection"]),
+])
+def test_a_course_restricted_to_unmasked_self_attention_is_diagnosed(
+        tmp_path: Path, changes: list[tuple[str, str]], expected: list[str]) -> None:
+    """Only self-attention without a mask can be expressed: enough such test inputs are kept
+    (scored or for diagnosis only) that each mistake is still named, and nothing when right."""
+    (tmp_path / "course").mkdir()
+    (tmp_path / "course" / "assignment.toml").write_text(SELF_ONLY_COURSE)
+    source = SELF_ATTENTION
+    for old, new in changes:
+        assert old in source
+        source = source.replace(old, new)
+    (tmp_path / "work.py").write_text(source)
+    report = grade(tmp_path / "work.py", assignment=str(tmp_path / "course"))
+    validate(report)
+    assert sorted(m["id"] for m in report["misconceptions"]) == expected
+    assert (report["score"] == report["max_score"]) == (not expected)
 
 
 def test_the_notebook_check_grades_a_preset_as_the_sandbox_does() -> None:
@@ -247,3 +304,19 @@ def test_course_interface_code_is_checked_in_the_action_and_pytest_plugin(
                            "-c", str(ini), str(tmp_path)], capture_output=True, text=True,
                           cwd=tmp_path, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_batch_grades_framework_code_as_grade_does(tmp_path: Path) -> None:
+    """Batch runs submissions in forks of a pre-warmed server: PyTorch reads the source of the
+    frames it is imported from, the server's own among them, which must not be refused."""
+    from grader.batch import Entry, run_batch
+
+    preset = "d2l-dot-product-attention"
+    needs_framework(preset)
+    paths = [PRESETS / preset / name for name in ("correct_d2l.py", "scale_by_dk.py")]
+    result = run_batch([Entry(p.stem, (p,)) for p in paths], preset, tmp_path, jobs=1)
+    for row, path in zip(result.rows, paths):
+        alone = grade(path, assignment=preset)
+        assert row["status"] == "graded", row
+        assert (row["score"], row["misconceptions"]) == (
+            alone["score"], [m["id"] for m in alone["misconceptions"]])

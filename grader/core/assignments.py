@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from grader import registry
+from grader.core.probes import DIAGNOSIS_ONLY
 from grader.core.tasks import TASKS, Outputs, Task, build_probes
 from grader.model import DEFAULT_SEED, Probe
 
@@ -62,8 +64,14 @@ class Assignment:
         return self.task.pipeline(recipe, *args)
 
     def probes(self, seed: int = DEFAULT_SEED) -> list[Probe]:
-        """The task's probes that this assignment's interface can express."""
-        return [p for p in build_probes(self.task.name, seed) if self.unexpressible(p) is None]
+        """The task's probes that this assignment's interface can express; where it can express
+        no scored masked probe (a course that takes valid lengths), the masked probes kept for
+        diagnosis (prefix masks) are scored in their place."""
+        kept = [p for p in build_probes(self.task.name, seed) if self.unexpressible(p) is None]
+        if any("masked" in p.tags and DIAGNOSIS_ONLY not in p.tags for p in kept):
+            return kept
+        return [dataclasses.replace(p, tags=p.tags - {DIAGNOSIS_ONLY})
+                if {"masked", DIAGNOSIS_ONLY} <= p.tags else p for p in kept]
 
     def left_out(self, seed: int = DEFAULT_SEED) -> dict[str, str]:
         """The task's probes this interface cannot express, each with the reason."""

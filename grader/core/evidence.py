@@ -10,6 +10,7 @@ import numpy as np
 
 from grader.core.assignments import Assignment
 from grader.core.compare import FAR
+from grader.core.probes import DIAGNOSIS_ONLY
 from grader.model import DEFAULT_SEED, Array, CallOutcome, Probe
 from reference import catalogue
 
@@ -46,14 +47,14 @@ def explain(matcher: Matcher, misconception_id: str, recipe: Recipe,
         telling = [i for i in indices if matcher.probes[i].batched
                    and (matcher.ratio(recipe, i) or 0.0) > 1.0]
     if not telling:  # the pattern shows only across probes: say it, with real sizes
-        shown = min(indices, key=lambda i: (matcher.probes[i].size, i)) if indices else None
+        shown = min(indices, key=lambda i: _shown_first(matcher, i)) if indices else None
         return (_sentence(row, assignment, matcher.probes[shown], recipe) + "."
                 if shown is not None else row.title + ".")
     own = catalogue.own_choices(misconception_id, recipe)
     one_of_several = 0 < len(own) < len(recipe)
     if one_of_several:  # show it where this mistake alone changes the answer
         telling = [i for i in telling if _changes_answer(matcher, own, i)] or telling
-    index = min(telling, key=lambda i: (matcher.probes[i].size, i))
+    index = min(telling, key=lambda i: _shown_first(matcher, i))
     probe = matcher.probes[index]
     lines = [f"On test input '{probe.id}' {_sentence(row, assignment, probe, recipe)}."]
     outcome = matcher.outcomes[index]
@@ -82,6 +83,13 @@ def explain(matcher: Matcher, misconception_id: str, recipe: Recipe,
                      f"shape {tuple(correct.shape)}.")
     lines.append("Reproduce it with:\n" + call_text(assignment, probe))
     return "\n".join(lines)
+
+
+def _shown_first(matcher: Matcher, index: int) -> tuple[bool, int, int]:
+    """Which probe a finding is shown on: a scored one (the student sees it in the checks), the
+    smallest, the first."""
+    probe = matcher.probes[index]
+    return DIAGNOSIS_ONLY in probe.tags, probe.size, index
 
 
 def _correct(matcher: Matcher, index: int) -> Array:

@@ -17,6 +17,12 @@ STABILITY_OFFSET = 1.0e4
 UNDERFLOW_OFFSETS = (0.0, -1500.0, -3000.0)
 
 
+#: probes that diagnosis uses and scoring does not count: they are there so that a course whose
+#: interface can express only some kinds of input is diagnosed as strictly as the others; a
+#: masked one is scored where the interface can express no other masked probe (valid lengths)
+DIAGNOSIS_ONLY = "diagnosis-only"
+
+
 class Maker:
     def __init__(self, seed: int, assignment: str) -> None:
         salt = sum(ord(c) for c in assignment)
@@ -47,6 +53,18 @@ class Maker:
         """A mask whose last key is blocked for every query (a padded position)."""
         mask = self.mask(n, m - 1)
         return np.concatenate([mask, np.zeros((n, 1), dtype=bool)], axis=1)
+
+    def prefix_mask(self, *shape: int) -> Array:
+        """Each query may attend to a prefix of the keys (what valid lengths can say), of
+        lengths that differ, never all nor none of them: no query is fully blocked, even with
+        the mask inverted (the last key is then blocked for every query: probes with such a
+        mask carry the tag ``prefix``, which the catalogue's rows that would meet 0/0 there
+        skip)."""
+        *lead, n, m = shape
+        while True:
+            lengths = self.rng.integers(1, m, size=(*lead, n, 1))
+            if (lengths.min(axis=-2) < lengths.max(axis=-2)).all():
+                return np.arange(m) < lengths
 
     def permutation(self, n: int) -> Array:
         while True:
@@ -172,6 +190,13 @@ def attention_probes(make: Maker) -> list[Probe]:
                "no-diagnosis", bank=("A-edge-6", "B-30")),
         _probe("padding-changed", (pad_q, pad_k2, pad_v2, padding_mask), "unbatched", "masked",
                "concept", "no-diagnosis", bank=("A-edge-6", "B-30")),
+        # diagnosis only (never scored): masks that valid lengths can say, for courses whose
+        # interface takes lengths rather than a mask
+        _probe("prefix-masked", (g(3, 4), g(5, 4), g(5, 3), make.prefix_mask(3, 5)), "unbatched",
+               "masked", "prefix", "diagnosis-only", bank=("A-edge-6", "B-30")),
+        _probe("prefix-masked-batched", (g(2, 3, 4), g(2, 5, 4), g(2, 5, 3),
+                                         make.prefix_mask(2, 3, 5)),
+               "batched", "masked", "prefix", "diagnosis-only", bank=("A-edge-6", "B-20")),
     ]
 
 
@@ -246,4 +271,16 @@ def multi_head_probes(make: Maker) -> list[Probe]:
                "concept", "no-diagnosis", bank=("A-edge-6", "B-30")),
         _probe("padding-changed", (pad_q, pad_kv2, *w, 2, padding_mask), "unbatched",
                "masked", "concept", "no-diagnosis", bank=("A-edge-6", "B-30")),
+        # diagnosis only (never scored): enough self-attention and valid-length inputs that a
+        # course restricted to them is diagnosed as strictly as the rest
+        _probe("self-small", (*[g(3, 12)] * 2, *w, 2), "unbatched", "diagnosis-only",
+               bank=("A-tf-7",)),
+        _probe("self-3-heads", (*[g(5, 12)] * 2, *w, 3), "unbatched", "diagnosis-only",
+               bank=("B-16",)),
+        _probe("self-batched", (*[g(2, 4, 12)] * 2, *w, 2), "batched", "diagnosis-only",
+               bank=("B-20",)),
+        _probe("prefix-masked", (g(3, 12), g(5, 12), *w, 2, make.prefix_mask(3, 5)),
+               "unbatched", "masked", "prefix", "diagnosis-only", bank=("A-edge-6", "B-30")),
+        _probe("prefix-masked-self", (x_self, x_self, *w, 2, make.prefix_mask(4, 4)),
+               "unbatched", "masked", "prefix", "diagnosis-only", bank=("A-edge-6", "B-30")),
     ]

@@ -17,6 +17,7 @@ from grader.core import concepts
 from grader.core.assignments import Assignment, Outputs
 from grader.core.compare import mismatch_message, tolerance_for
 from grader.core.evidence import first_mutated_input
+from grader.core.probes import DIAGNOSIS_ONLY
 from grader.model import CallOutcome, CheckResult, Probe
 
 #: partial credit is given in whole steps of this many points, so that every view of the score
@@ -104,7 +105,12 @@ def score_checks(assignment: Assignment, probes: Sequence[Probe],
                  outcomes: Sequence[CallOutcome], references: Sequence[Outputs]
                  ) -> list[CheckResult]:
     """Every check of the assignment's rubric, with its points; ``references`` are the reference
-    (output, weights) of each probe."""
+    (output, weights) of each probe. Probes tagged ``diagnosis-only`` (there to name mistakes
+    within what a restricted interface can express) never count."""
+    scored = [i for i, p in enumerate(probes) if DIAGNOSIS_ONLY not in p.tags]
+    probes = [probes[i] for i in scored]
+    outcomes = [outcomes[i] for i in scored]
+    references = [references[i] for i in scored]
     mismatches = [probe_mismatch(p, o, r) for p, o, r in zip(probes, outcomes, references)]
     by_id = {p.id: (p, o) for p, o in zip(probes, outcomes)}
     verdicts = concepts.evaluate(assignment.task.concepts, by_id)
@@ -127,6 +133,7 @@ def score_checks(assignment: Assignment, probes: Sequence[Probe],
 def probed_checks(assignment: Assignment, probes: Sequence[Probe]) -> list[dict[str, Any]]:
     """The rubric's checks that these probes can decide (an interface that cannot express some
     probes, a mask where it takes lengths, say, leaves the checks built on them out)."""
+    probes = [p for p in probes if DIAGNOSIS_ONLY not in p.tags]
     ids = {p.id for p in probes}
     needs = {c.id: set(c.needs) for c in assignment.task.concepts}
     kept = []
