@@ -11,7 +11,7 @@ from typing import Any
 
 from grader.version import __version__
 
-__all__ = ["__version__", "check", "grade", "probe_inputs"]
+__all__ = ["__version__", "check", "grade", "probe_inputs", "reproduce"]
 
 
 def __getattr__(name: str) -> Any:
@@ -27,4 +27,8 @@ def __getattr__(name: str) -> Any:
         from grader.notebook import check
 
         return check
+    if name == "reproduce":  # a course's reproducing call goes through its interface
+        from grader.notebook import reproduce
+
+        return reproduce
     raise AttributeError(f"module 'grader' has no attribute {name!r}")

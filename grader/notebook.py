@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import linecache
 import signal
 import threading
 import time
@@ -22,7 +23,7 @@ from typing import Any
 
 from grader import registry
 from grader.config import DEFAULT_LIMITS
-from grader.model import DEFAULT_SEED, CallOutcome, Probe
+from grader.model import DEFAULT_SEED, CallOutcome, Probe, TracedValue
 
 
 class _CallTimeout(BaseException):
@@ -176,10 +177,34 @@ def _call_each(function: Callable[..., Any], probes: Sequence[Probe],
         except BaseException as exc:  # noqa: BLE001 - the student's function may raise anything
             outcomes.append(CallOutcome(probe.id, "runtime-error", _student_traceback(exc)))
             continue
+        seconds = time.perf_counter() - started
+        traced = _traced(function, invoke, probe) if probe.traced else ()
         outcomes.append(CallOutcome(
             probe.id, output=output, weights=weights, repeat_output=repeat,
-            inputs_after=tuple(made.values()), seconds=time.perf_counter() - started))
+            inputs_after=tuple(made.values()), seconds=seconds, traced=traced))
     return outcomes
+
+
+def source_file(target: Any) -> str | None:
+    """The file (a notebook cell's, in a kernel) where the function, or the class's
+    ``forward``, is defined."""
+    code = getattr(getattr(target, "forward", target), "__code__", None)
+    return getattr(code, "co_filename", None)
+
+
+def _traced(function: Any, invoke: Callable[[list[Any]], Any], probe: Probe
+            ) -> tuple[TracedValue, ...]:
+    """The traced rerun of one probe (as the sandbox's child does, ``sandbox/trace.py``),
+    keeping the lines of the file that defines the function: where a report's lines point."""
+    from grader.sandbox import trace as tracing
+
+    home = source_file(function)
+    if home is None:
+        return ()
+    args, _ = _copy_args(probe)
+    return tuple(
+        TracedValue(None, line, depth, array, name == tracing.CHANGED_INPUT)
+        for _, line, depth, name, array in tracing.traced(invoke, args, lambda f: f == home))
 
 
 def _assignment_for(target: Any, assignment: str | None) -> str:
@@ -198,6 +223,22 @@ def _assignment_for(target: Any, assignment: str | None) -> str:
                      f"assignment= one of {', '.join(known)}")
 
 
+def reproduce(target: Any, *args: Any, assignment: str) -> tuple[Any, Any]:
+    """Call ``target`` (a function or a course's class) on a test input given in the grader's
+    own form (SPEC's arguments, NumPy arrays, True = may attend) the way ``assignment``'s
+    interface hands it to the course's code (its parameter order, mask convention, weight
+    layout, array type), and return (output, weights) in the grader's form: what a report's
+    "Reproduce it with" calls for a course's own assignment."""
+    from grader.core.assignments import get
+    from grader.sandbox import interface
+    from grader.sandbox.returns import check_binding, to_arrays
+
+    calling = get(assignment).calling() or {}
+    invoke = interface.invoker(target, calling.get("interface"), calling.get("task"),
+                               to_arrays, check_binding)
+    return invoke(list(args))
+
+
 def grade_function(function: Callable[..., Any], assignment: str, *,
                    seed: int = DEFAULT_SEED) -> dict[str, Any]:
     """Grade a function object in this process and return the report (same as the CLI's)."""
@@ -212,7 +253,9 @@ def grade_function(function: Callable[..., Any], assignment: str, *,
                 "isolation": ["none: notebook self-check"]}
     probes = spec.probes(seed)
     outcomes = call_probes(function, probes, calling=spec.calling())
-    report = evaluate(spec, probes, outcomes, [], metadata)
+    home = source_file(function)
+    source = "".join(linecache.getlines(home)) if home else ""
+    report = evaluate(spec, probes, outcomes, [], metadata, sources=(source,) if source else ())
     report["metadata"]["duration_seconds"] = round(time.monotonic() - started, 3)
     validate(report)
     return report

@@ -14,12 +14,23 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import NamedTuple
 
 #: the tasks (``grader.core.tasks``) a row's wrong choices can occur in
 ALL_TASKS = ("softmax", "attention", "multi_head_attention")
 ATTN = ("attention",)
 MHA = ("multi_head_attention",)
 ATTN_MHA = ("attention", "multi_head_attention")
+
+
+class Wording(NamedTuple):
+    """How a row is told: its title, explanation, fix and evidence sentence (empty: the row's
+    own), in a course's convention or a task's terms."""
+
+    title: str
+    explanation: str
+    fix: str
+    fingerprint: str = ""
 
 
 @dataclass(frozen=True)
@@ -49,7 +60,7 @@ class Misconception:
     #: the title, explanation and fix in a course whose convention differs from SPEC's, keyed
     #: by "mask:<convention>" or "projections:<layout>" (the same mistake, told in its terms),
     #: or in the terms of one task, keyed by "task:<task>"
-    in_conventions: Mapping[str, tuple[str, str, str]] = field(
+    in_conventions: Mapping[str, Wording] = field(
         default_factory=lambda: MappingProxyType({}))
     #: what to change, in one sentence, with the code it should become where it is one line
     fix: str = ""
@@ -164,7 +175,7 @@ CATALOGUE: tuple[Misconception, ...] = (
              ' `keepdims=True`.'),
         stages=('softmax', 'output'),
         in_conventions=MappingProxyType({
-            "task:softmax": (
+            "task:softmax": Wording(
                 "You apply one softmax over the whole array",
                 "A softmax normalises along one axis: every slice along `axis` becomes a "
                 "distribution of its own that sums to 1. One softmax over all the entries makes "
@@ -303,29 +314,34 @@ CATALOGUE: tuple[Misconception, ...] = (
         _v("mask", "inverted", only=ATTN_MHA),
         "the keys your mask blocks are exactly the ones marked True (allowed)",
         in_conventions=MappingProxyType({
-            "mask:block": (
+            "mask:block": Wording(
                 "Your mask lets through the keys marked True",
                 "In this course True means 'this key is blocked' (the convention of "
                 "`torch.nn.MultiheadAttention`'s `attn_mask`). You treated True as 'may attend', "
                 "the convention of `scaled_dot_product_attention`: fill the scores where the "
                 "mask is True with -inf, not where it is False.",
-                "Fill with -inf where the mask is True: `scores.masked_fill(mask, float('-inf'))`."),
-            "mask:zero-blocks": (
+                "Fill with -inf where the mask is True: `scores.masked_fill(mask, float('-inf'))`.",
+                "the keys your mask blocks are exactly the ones marked False (in this course: may"
+                " attend)"),
+            "mask:zero-blocks": Wording(
                 "Your mask blocks the keys marked 1 instead of those marked 0",
                 "In this course a 0 in the mask blocks the key: the scores where `mask == 0` are "
                 "filled with a large negative number before the softmax. You blocked the keys "
                 "marked 1, the ones that should be kept.",
-                'Fill the scores where `mask == 0`: `scores.masked_fill(mask == 0, -1e9)`.'),
-            "mask:float-keep": (
+                'Fill the scores where `mask == 0`: `scores.masked_fill(mask == 0, -1e9)`.',
+                "the keys your mask blocks are exactly the ones marked 1 (in this course: kept)"),
+            "mask:float-keep": Wording(
                 "Your mask removes the keys marked 1 instead of those marked 0",
                 "In this course the mask is a float: 1 keeps a key, 0 removes it (add "
                 "`(1 - mask) * -1e9` to the logits). You removed the keys marked 1.",
-                'Add `(1 - mask) * -1e9` to the scores, so that the keys marked 0 are the ones removed.'),
-            "mask:additive": (
+                'Add `(1 - mask) * -1e9` to the scores, so that the keys marked 0 are the ones removed.',
+                "the keys your mask removes are exactly the ones marked 1 (in this course: kept)"),
+            "mask:additive": Wording(
                 "Your mask adds -inf where it should add 0",
                 "In this course the mask is added to the scores: 0 where the query may attend, "
                 "-inf where it may not. You blocked the keys the mask keeps.",
-                'Add the mask to the scores as it is, `scores + mask`, without inverting it.'),
+                'Add the mask to the scores as it is, `scores + mask`, without inverting it.',
+                "the keys your mask blocks are exactly the ones it adds 0 to (allowed)"),
         }),
         fix=('Swap the two branches: `np.where(mask, scores, -np.inf)` keeps the scores '
              'where the mask is True and blocks the rest.'),
@@ -423,13 +439,15 @@ CATALOGUE: tuple[Misconception, ...] = (
         _v("projection", "transposed", "transposed_qkv", only=MHA),
         "your output equals the one computed with every W transposed (the nn.Linear layout)",
         in_conventions=MappingProxyType({
-            "projections:linear": (
+            "projections:linear": Wording(
                 "You project with X @ W instead of X @ W.T",
                 "In this course the weights are in `nn.Linear` layout, (out, in), and a "
                 "projection is `x @ W.T` (what `F.linear(x, W)` computes). You multiplied by W "
                 "itself; with square matrices both run, so only the values tell them apart.",
                 "Use the nn.Linear layout: `x @ W.T` (what `F.linear(x, W)` computes), not "
-                "`x @ W`."),
+                "`x @ W`.",
+                "your output equals the one computed with every W used as given, x @ W, not the "
+                "nn.Linear x @ W.T"),
         }),
         fix="Multiply by the matrices as given, on the right: `X_q @ W_q`, not `X_q @ W_q.T`.",
         stages=('q', 'k', 'v', 'q_heads', 'k_heads', 'v_heads'),
@@ -558,7 +576,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix=('Compute into new arrays (`x = x - m`, or start with `x = x.copy()`) instead '
              'of changing an input in place (`x -= m`, `x[...] = ...`).'),
         in_conventions=MappingProxyType({
-            "task:softmax": (
+            "task:softmax": Wording(
                 "Your function modifies an input array in place",
                 "An operation such as `x -= x.max(axis=axis, keepdims=True)` or `x[...] = ...` "
                 "writes into the caller's array: calling the function twice on the same array, "
@@ -651,11 +669,12 @@ def detected_by(detector: str) -> str:
     return next(row.id for row in CATALOGUE if row.detector == detector)
 
 
-def wording(row_id: str, conventions: frozenset[str] = frozenset()) -> tuple[str, str, str]:
-    """A row's title, explanation and fix, in the terms of a course's conventions when they
-    differ."""
+def wording(row_id: str, conventions: frozenset[str] = frozenset()) -> Wording:
+    """A row's title, explanation, fix and evidence sentence, in the terms of a course's
+    conventions (or of a task) when they differ."""
     row = BY_ID[row_id]
     for key in sorted(conventions):
         if key in row.in_conventions:
-            return row.in_conventions[key]
-    return row.title, row.explanation, row.fix
+            told = row.in_conventions[key]
+            return told._replace(fingerprint=told.fingerprint or row.fingerprint)
+    return Wording(row.title, row.explanation, row.fix, row.fingerprint)

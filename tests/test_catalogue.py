@@ -100,7 +100,7 @@ def test_each_row_says_how_to_fix_it_and_where_to_look(row: catalogue.Misconcept
     from grader.core.locate import STAGE_WORDS
     from reference.question_bank import ITEMS
 
-    for _, _, fix in [(None, None, row.fix), *row.in_conventions.values()]:
+    for fix in [row.fix, *(told.fix for told in row.in_conventions.values())]:
         assert fix.endswith(".") and 20 < len(fix) <= 160 and "{" not in fix, fix
     assert set(row.stages) <= set(STAGE_WORDS), row.stages
     assert bool(row.stages) == (row.detector == "variant"), "located unless found another way"

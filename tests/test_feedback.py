@@ -130,14 +130,15 @@ NUMBERS = re.compile(r"At index \(([\d, ]*)\): yours (\S+), correct (\S+), with 
                      r"(?:alone (\S+), with (?:both|all \d) of your mistakes )?(\S+)\.")
 MASK_IDS = {"mask-after-softmax", "mask-zero-fill", "mask-inverted", "mask-ignored",
             "mask-transposed", "mask-as-additive-bias", "mask-misbroadcast"}
-BUILT_IN = [p for p in FIXTURES if p.parent.parent == SUBMISSIONS and expected_ids(p)]
+NAMED = [p for p in FIXTURES if expected_ids(p)]
 
 
-@pytest.mark.parametrize("path", BUILT_IN, ids=[f"{p.parent.name}/{p.stem}" for p in BUILT_IN])
+@pytest.mark.parametrize("path", NAMED, ids=[f"{p.parent.name}/{p.stem}" for p in NAMED])
 def test_each_findings_evidence_shows_that_finding(path: Path) -> None:
     """The numbers tell the mistake apart from the correct answer, the call that reproduces
     them has what the mistake needs (a mask for a masking mistake), and running it gives the
-    number quoted as yours."""
+    number quoted as yours (a course's code called through ``grader.reproduce``, as its
+    interface says)."""
     import numpy as np
 
     report = _graded(path)
@@ -213,3 +214,18 @@ def test_a_mistake_no_misconception_explains_is_located_to_its_stage(path: Path,
 def test_a_correct_submission_is_never_located() -> None:
     report = grade(SUBMISSIONS / "multi_head_attention" / "correct_head_loop.py")
     assert report["score"] == report["max_score"] and "located" not in report
+
+
+def test_the_notebook_self_check_points_at_the_same_lines() -> None:
+    """In a kernel, ``check(fn)`` runs the student's function here, traced the same way: the
+    lines of the file (the cell) that defines it are quoted as the command line quotes them."""
+    import runpy
+
+    from grader import check
+
+    path = SUBMISSIONS / "attention" / "combo_dk_inverted.py"
+    function = runpy.run_path(str(path))["scaled_dot_product_attention"]
+    feedback = check(function, display=False)
+    found = {m["id"]: m["location"]["line"] for m in feedback.report["misconceptions"]}
+    assert found == where_lines(path)
+    assert "Shows first in line 7" in feedback._repr_html_()

@@ -60,6 +60,10 @@ def test_mask_inverted_is_told_in_the_courses_convention() -> None:
     assert finding["id"] == "mask-inverted"
     assert "True means 'this key is blocked'" in finding["explanation"]
     assert finding["title"] == "Your mask lets through the keys marked True"
+    # the evidence too speaks the course's convention, and reproduces through its interface
+    assert "exactly the ones marked False" in finding["evidence"]
+    assert "reproduce(multi_head_attention, " in finding["evidence"]
+    assert "assignment='pytorch-mha-convention'" in finding["evidence"]
 
 
 def test_probes_the_interface_cannot_express_are_named_as_not_probed() -> None:

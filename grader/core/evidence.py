@@ -3,7 +3,7 @@ from the catalogue row, the numbers that tell it apart, and the call to paste to
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -128,8 +128,9 @@ def _sentence(row: catalogue.Misconception, assignment: Assignment, probe: Probe
               recipe: Recipe) -> str:
     """The row's evidence sentence with this probe's sizes (never a template's braces)."""
     fields = {**assignment.task.evidence_fields(probe, recipe), "input": "an input"}
+    conventions = assignment.interface.conventions() | {f"task:{assignment.task.name}"}
     try:
-        return row.fingerprint.format(**fields)
+        return catalogue.wording(row.id, conventions).fingerprint.format(**fields)
     except (KeyError, IndexError, ValueError):
         return row.title[0].lower() + row.title[1:]
 
@@ -152,13 +153,16 @@ def call_text(assignment: Assignment, probe: Probe) -> str:
     names = assignment.arg_names
     used = {id(v): n for n, v in reversed(list(zip(names, probe.args)))}
     numbers = sum(v.size for v in probe.args if isinstance(v, np.ndarray))
+    call = _call_line(assignment)
     if numbers > MAX_PASTED_NUMBERS and probe.meta.get("seed") == DEFAULT_SEED:
         call_args = [used[id(v)] if isinstance(v, np.ndarray) else repr(v) for v in probe.args]
-        return (f"from grader import probe_inputs\n"
+        imports = "probe_inputs, reproduce" if assignment.calling() else "probe_inputs"
+        return (f"from grader import {imports}\n"
                 f"{', '.join(names[:len(probe.args)])} = "
                 f"probe_inputs({assignment.task.name!r}, {probe.id!r})\n"
-                f"{assignment.function}({', '.join(call_args)})")
-    lines = ["import numpy as np"]
+                f"{call(call_args)}")
+    lines = ["import numpy as np"] + (["from grader import reproduce"]
+                                      if assignment.calling() else [])
     call_args = []
     seen: dict[int, str] = {}
     for name, value in zip(names, probe.args):
@@ -173,7 +177,7 @@ def call_text(assignment: Assignment, probe: Probe) -> str:
             call_args.append(name)
         else:
             call_args.append(repr(value))
-    lines.append(f"{assignment.function}({', '.join(call_args)})")
+    lines.append(call(call_args))
     text = "\n".join(lines)
     if len(text) > MAX_CALL_CHARS:
         shapes = ", ".join(
@@ -182,6 +186,19 @@ def call_text(assignment: Assignment, probe: Probe) -> str:
         )
         text = f"{assignment.function}({shapes})  # arrays too long to show here"
     return text
+
+
+def _call_line(assignment: Assignment) -> Callable[[list[str]], str]:
+    """How the reproducing call is written: SPEC's function called directly, or a course's
+    code through ``grader.reproduce``, which hands it the grader's arrays as the course's
+    interface does (its order, mask convention, weight layout, array type)."""
+    if not assignment.calling():
+        return lambda args: f"{assignment.function}({', '.join(args)})"
+    info = assignment.info
+    reference = str(info.folder) if info.kind == "course" else info.id
+    return lambda args: (f"reproduce({assignment.function}, {', '.join(args)}, "
+                         f"assignment={reference!r})  # your code, called as your course's "
+                         f"interface says")
 
 
 def first_mutated_input(arg_names: Sequence[str], probes: Sequence[Probe],

@@ -46,7 +46,7 @@ class MisconceptionEntry:
     def of(cls, finding: Finding, conventions: frozenset[str] = frozenset()
            ) -> MisconceptionEntry:
         row = BY_ID[finding.id]
-        title, explanation, fix = wording(row.id, conventions)
+        title, explanation, fix, _ = wording(row.id, conventions)
         location = _location(finding.place) if finding.place is not None else None
         return cls(row.id, title, explanation, _clean(finding.evidence, 16_000),
                    tuple(row.question_bank), fix, location)
