@@ -97,12 +97,13 @@ def grade(path: str | Path, *, assignment: str | None = None, seed: int = DEFAUL
     if chosen is None or planned.probes is None:
         wanted = ([registry.get(chosen).function] if chosen else
                   [entry.function for entry in registry.inference_order()])
-        error = GraderError("missing-function",
-                            missing_function_message(wanted, info.defined_functions))
-        # an import that failed for want of a package is why the function is missing: first
-        first = [e for e in load_errors if e.kind == "missing-dependency"]
-        rest = [e for e in load_errors if e.kind != "missing-dependency"]
-        return finish(error_report(chosen or "unknown", [*first, error, *rest], metadata))
+        message = missing_function_message(wanted, info.defined_functions)
+        if load_errors and submission.kind == "py":  # the file stopped before defining it
+            message += "; loading stopped at the error above, which is what to fix first"
+        elif load_errors:  # a cell stops at its error, and may have been the one to define it
+            message += "; a cell above failed, and may be the one meant to define it"
+        error = GraderError("missing-function", message)
+        return finish(error_report(chosen or "unknown", [*load_errors, error], metadata))
     from grader.core.assignments import get
 
     spec = get(chosen)

@@ -229,3 +229,19 @@ def test_the_notebook_self_check_points_at_the_same_lines() -> None:
     found = {m["id"]: m["location"]["line"] for m in feedback.report["misconceptions"]}
     assert found == where_lines(path)
     assert "Shows first in line 7" in feedback._repr_html_()
+
+
+def test_a_file_that_runs_out_of_memory_while_loading_says_so_first(grade_source) -> None:
+    """The memory limit reached while loading (a large library, a large array at the top
+    level) is the error to fix, with how; the missing function it causes comes after."""
+    from grader.config import Limits
+
+    source = ("import numpy as np\nbig = np.ones((400, 1024, 1024))\n\n"
+              "def scaled_dot_product_attention(Q, K, V, mask=None):\n    return Q\n")
+    report = grade_source(source, assignment="attention", limits=Limits(memory_mb=1024))
+    first, then = report["errors"][:2]
+    assert first["kind"] == "memory-limit" and then["kind"] == "missing-function"
+    assert "memory limit of 1024 MB" in first["message"] and "--memory-mb" in first["message"]
+    assert "loading stopped at the error above" in then["message"]
+    shown = text.render(report)
+    assert shown.index("memory-limit") < shown.index("missing-function")

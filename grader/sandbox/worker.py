@@ -43,6 +43,8 @@ _plain_array = returns.plain_array
 import numpy as np  # noqa: E402  (after the wire module, before any student code)
 
 KEPT_OUTPUT_BYTES = 64 * 1024
+#: a traced rerun shares the call's deadline: code this slow on a small test input is not traced
+TRACE_ONLY_BELOW_SECONDS = 0.25
 STUDENT_FILE_MARK = "submission"
 _student_files = {"<submission>"}
 _write = os.write
@@ -212,6 +214,15 @@ def dependency_message(exc):
             f"(gradescope-zip --package, the action's `packages` input).")
 
 
+def memory_message(limits, exc):
+    megabytes = (limits.get("memory_bytes") or 0) >> 20
+    last = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()[-1]
+    return (f"the memory limit of {megabytes} MB was reached while loading ({last[:300]}). "
+            f"If a library needs more (a large PyTorch build, say), raise the limit with "
+            f"--memory-mb; if your code builds large arrays at the top level, build them "
+            f"inside a function or leave them out of the graded file.")
+
+
 def execute_sources(setup, namespace):
     """Run the .py file or the notebook's cells; return (fatal error, cell errors)."""
     errors = []
@@ -242,6 +253,8 @@ def execute_sources(setup, namespace):
             kind = error_kind(exc)
             message = (dependency_message(exc) if kind == "missing-dependency"
                        else student_traceback(exc))
+            if kind == "memory-limit":
+                message = memory_message(setup["limits"], exc)
             errors.append({"kind": kind, "where": where, "message": message})
         finally:
             if is_notebook and cell_seconds:
@@ -318,7 +331,7 @@ def run_call(function, call, arrays, blob, spec=None, task=None):
     for index, array in sorted(made.items()):
         parts.append((f"input:{index}", _plain_array(array)))
     answer = {"status": "ok", "seconds": seconds}
-    if call.get("trace"):
+    if call.get("trace") and seconds < TRACE_ONLY_BELOW_SECONDS:
         answer["trace"] = trace_call(invoke, call, arrays, blob, parts)
     return answer, parts
 
