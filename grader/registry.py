@@ -48,12 +48,13 @@ MASK_CONVENTIONS = {
 INTERFACE_CHOICES = {
     "kind": ("function", "class"),
     "mask": tuple(MASK_CONVENTIONS),
-    "returns": ("output", "output-weights", "weights-output"),
+    "returns": ("output", "output-weights", "weights-output", "dict"),
     "arrays": ("numpy", "torch", "tensorflow", "jax"),
     "dtype": ("float64", "float32"),
     "projections": ("x@W", "linear"),
     "batch": ("any", "one"),
     "mask_shape": ("full", "shared"),
+    "fused": ("blocks", "per-head"),
 }
 
 
@@ -79,6 +80,11 @@ class Interface:
     #: class submissions: attribute path -> canonical weight (W_q, ...); biases listed are zeroed
     weights: tuple[tuple[str, str], ...] = ()
     biases: tuple[str, ...] = ()
+    #: a fused "W_q|W_k|W_v" weight: the blocks one after the other, or interleaved head by
+    #: head (q, k, v of head 0, then of head 1, ... as Megatron-style fused projections)
+    fused: str = "blocks"
+    #: returns = "dict": the keys of the output and (optionally) of the weights
+    return_keys: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "parameters": list(self.parameters), "mask": self.mask,
@@ -87,7 +93,8 @@ class Interface:
                 "mask_shape": self.mask_shape,
                 "self_attention_only": self.self_attention_only,
                 "constructor": [list(p) for p in self.constructor],
-                "weights": [list(p) for p in self.weights], "biases": list(self.biases)}
+                "weights": [list(p) for p in self.weights], "biases": list(self.biases),
+                "fused": self.fused, "return_keys": list(self.return_keys)}
 
     def conventions(self) -> frozenset[str]:
         """The conventions in which this interface differs from SPEC's (``catalogue.wording``)."""
@@ -115,6 +122,11 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
         if key in data and data[key] not in choices:
             raise ValueError(f"{where}: {key} = {data[key]!r}; expected one of {', '.join(choices)}")
     kind = str(data.get("kind", "function"))
+    keys = data.get("return_keys", ())
+    if data.get("returns") == "dict" and not (
+            isinstance(keys, list) and 1 <= len(keys) <= 2 and all(isinstance(k, str) for k in keys)):
+        raise ValueError(f"{where}: returns = \"dict\" needs return_keys = [OUTPUT_KEY] or "
+                         "[OUTPUT_KEY, WEIGHTS_KEY]")
     return Interface(
         kind=kind, parameters=parameters, mask=str(data.get("mask", "keep")),
         returns=str(data.get("returns", "output")), arrays=str(data.get("arrays", "numpy")),
@@ -124,6 +136,8 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
         constructor=tuple((str(k), v) for k, v in dict(data.get("constructor", {})).items()),
         weights=tuple((str(k), str(v)) for k, v in dict(data.get("weights", {})).items()),
         biases=tuple(str(b) for b in data.get("biases", ())),
+        fused=str(data.get("fused", "blocks")),
+        return_keys=tuple(str(k) for k in keys),
     )
 
 

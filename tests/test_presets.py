@@ -324,3 +324,115 @@ def test_batch_grades_framework_code_as_grade_does(tmp_path: Path) -> None:
         assert row["status"] == "graded", row
         assert (row["score"], row["misconceptions"]) == (
             alone["score"], [m["id"] for m in alone["misconceptions"]])
+
+
+FUSED_COURSE = """\
+id = "fused-heads-course"
+task = "multi_head_attention"
+function = "FusedSelfAttention"
+signature = "FusedSelfAttention(embed_dim, num_heads).forward(x)"
+arguments = ["x"]
+summary = "Self-attention with one fused nn.Linear for q, k, v, interleaved head by head."
+
+[interface]
+kind = "class"
+parameters = ["X_q"]
+mask = "none"
+self_attention_only = true
+projections = "linear"
+arrays = "torch"
+batch = "one"
+fused = "per-head"
+constructor = { embed_dim = "d_model", num_heads = "num_heads" }
+weights = { "qkv.weight" = "W_q|W_k|W_v", "out.weight" = "W_o" }
+biases = ["qkv.bias", "out.bias"]
+"""
+
+FUSED_MODULE = """\
+import math
+
+import torch
+from torch import nn
+
+
+class FusedSelfAttention(nn.Module):
+    def __init__(self, embed_dim, num_heads):
+        super().__init__()
+        self.h, self.d = num_heads, embed_dim // num_heads
+        self.qkv = nn.Linear(embed_dim, 3 * embed_dim)
+        self.out = nn.Linear(embed_dim, embed_dim)
+
+    def forward(self, x):
+        B, n, E = x.shape
+        q, k, v = self.qkv(x).view(B, n, self.h, 3 * self.d).transpose(1, 2).chunk(3, dim=-1)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d)
+        out = scores.softmax(dim=-1) @ v
+        return self.out(out.transpose(1, 2).reshape(B, n, E))
+"""
+
+
+@pytest.mark.parametrize("change,expected", [
+    (None, []),
+    (("math.sqrt(self.d)", "math.sqrt(E)"), ["scale-by-dmodel"]),
+])
+def test_a_fused_projection_interleaved_head_by_head(tmp_path: Path, change, expected) -> None:
+    """fused = "per-head": the q|k|v weight is set head by head (q, k, v of head 0, then head
+    1, ...), as Megatron-style code splits it; correct code gets full marks, a mistake its name."""
+    pytest.importorskip("torch")
+    (tmp_path / "course").mkdir()
+    (tmp_path / "course" / "assignment.toml").write_text(FUSED_COURSE)
+    source = FUSED_MODULE if change is None else FUSED_MODULE.replace(*change)
+    (tmp_path / "work.py").write_text(source)
+    report = grade(tmp_path / "work.py", assignment=str(tmp_path / "course"))
+    validate(report)
+    assert report["errors"] == []
+    assert sorted(m["id"] for m in report["misconceptions"]) == expected
+    assert (report["score"] == report["max_score"]) == (not expected)
+
+
+DICT_COURSE = """\
+id = "dict-course"
+task = "attention"
+function = "attend"
+signature = "attend(q, k, v, mask=None) -> {'context': ..., 'attn': ...}"
+arguments = ["q", "k", "v", "mask"]
+summary = "Attention returning a dict."
+
+[interface]
+parameters = ["Q", "K", "V", "mask"]
+returns = "dict"
+return_keys = ["context", "attn"]
+"""
+
+DICT_FUNCTION = """\
+import numpy as np
+
+
+def attend(q, k, v, mask=None):
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    a = np.exp(s - s.max(-1, keepdims=True))
+    a = a / a.sum(-1, keepdims=True)
+    return {"context": a @ v, "attn": a}
+"""
+
+
+@pytest.mark.parametrize("change,expected", [
+    (None, []),
+    (("/ np.sqrt(q.shape[-1])", ""), ["no-scaling"]),
+    (('"context": a @ v', '"out": a @ v'), None),
+])
+def test_a_course_whose_code_returns_a_dict(tmp_path: Path, change, expected) -> None:
+    (tmp_path / "course").mkdir()
+    (tmp_path / "course" / "assignment.toml").write_text(DICT_COURSE)
+    source = DICT_FUNCTION if change is None else DICT_FUNCTION.replace(*change)
+    (tmp_path / "work.py").write_text(source)
+    report = grade(tmp_path / "work.py", assignment=str(tmp_path / "course"))
+    validate(report)
+    if expected is None:  # the declared key is missing: said, naming the key
+        assert report["status"] == "error"
+        assert "no key 'context'" in report["errors"][0]["message"]
+        return
+    assert sorted(m["id"] for m in report["misconceptions"]) == expected
+    assert (report["score"] == report["max_score"]) == (not expected)

@@ -155,8 +155,12 @@ def _build_module(cls, spec, values):
             parameter = _attribute(module, path)
             # nn.Linear keeps (out, in): the weight applied as x @ W.T; fused q|k|v stack rows
             blocks = [_asarray(values[name]) for name in source.split("|")]
-            linear = spec.get("projections") == "linear"
-            data = np.concatenate(blocks, axis=0) if linear else np.concatenate(blocks, axis=1)
+            axis = 0 if spec.get("projections") == "linear" else 1
+            if spec.get("fused") == "per-head" and len(blocks) > 1:
+                heads = int(values["num_heads"])
+                blocks = [part for head in zip(*(np.split(b, heads, axis=axis) for b in blocks))
+                          for part in head]
+            data = np.concatenate(blocks, axis=axis)
             if tuple(parameter.shape) != data.shape:
                 raise InterfaceError(f"`{path}` has shape {tuple(parameter.shape)}; the course's "
                                      f"interface gives it {source} of shape {data.shape}")
@@ -194,7 +198,21 @@ def call(target, spec, task, args, binding_problem):
     if spec.get("returns") == "weights-output" and isinstance(result, (tuple, list)) \
             and len(result) >= 2:
         result = (result[1], result[0])
+    elif spec.get("returns") == "dict":
+        result = _from_dict(result, spec.get("return_keys") or ["output"])
     return result, leading
+
+
+def _from_dict(result, keys):
+    """(output, weights) from a dict the course's code returns, by the declared keys."""
+    if not hasattr(result, "keys") or not hasattr(result, "__getitem__"):
+        raise InterfaceError(f"returned a {type(result).__name__}; the course's interface "
+                             f"expects a dict with the key {keys[0]!r}")
+    if keys[0] not in result:
+        raise InterfaceError(f"the returned dict has no key {keys[0]!r} (its keys: "
+                             f"{', '.join(map(repr, list(result.keys())[:8]))})")
+    weights = result[keys[1]] if len(keys) > 1 and keys[1] in result else None
+    return (result[keys[0]], weights)
 
 
 def _as_float32(array):
