@@ -283,6 +283,23 @@ def test_action_step_reports_a_wrong_path_and_seed(tmp_path: Path) -> None:
     assert result["status"] == "pass"
 
 
+def test_action_step_grades_with_a_course_folder_from_the_repository(tmp_path: Path) -> None:
+    """`assignment:` may be a course's own folder in the student's repository."""
+    pytest.importorskip("torch")  # the preset's fixture is PyTorch code
+    folder = tmp_path / "course"
+    done = run_cli("new-assignment", "--from", "annotated-transformer-attention",
+                   "--out", str(folder))
+    assert done.returncode == 0, done.stderr
+    work = tmp_path / "attention.py"
+    work.write_text((ROOT / "tests" / "submissions" / "presets" / "annotated-transformer-attention"
+                     / "scale_by_dk.py").read_text())
+    outputs, summary, _ = _run_action_step(tmp_path, {"submission": str(work),
+                                                       "assignment": str(folder)})
+    result = json.loads(base64.b64decode(outputs["result"]))
+    jsonschema.validate(result, contract("classroom_result.schema.json"))
+    assert "scale-by-dk" in summary
+
+
 def test_submission_cannot_forge_gradescope_results(tmp_path: Path) -> None:
     """The 2019 Gradescope exploits: write results.json during grading, and rewrite the rest of
     run_autograder, which bash reads only when it gets there, after the grader returns. Neither
