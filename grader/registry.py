@@ -52,7 +52,7 @@ INTERFACE_CHOICES = {
     "arrays": ("numpy", "torch", "tensorflow", "jax"),
     "dtype": ("float64", "float32"),
     "projections": ("x@W", "linear"),
-    "batch": ("any", "one"),
+    "batch": ("any", "one", "heads"),
     "mask_shape": ("full", "shared"),
     "fused": ("blocks", "per-head"),
 }
@@ -122,6 +122,9 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
         if key in data and data[key] not in choices:
             raise ValueError(f"{where}: {key} = {data[key]!r}; expected one of {', '.join(choices)}")
     kind = str(data.get("kind", "function"))
+    if data.get("batch") == "heads" and task != "attention":
+        raise ValueError(f"{where}: batch = \"heads\" ((B, h, n, d) inputs) is for the "
+                         "attention task")
     keys = data.get("return_keys", ())
     if data.get("returns") == "dict" and not (
             isinstance(keys, list) and 1 <= len(keys) <= 2 and all(isinstance(k, str) for k in keys)):

@@ -436,3 +436,49 @@ def test_a_course_whose_code_returns_a_dict(tmp_path: Path, change, expected) ->
         return
     assert sorted(m["id"] for m in report["misconceptions"]) == expected
     assert (report["score"] == report["max_score"]) == (not expected)
+
+
+HEADS_COURSE = """\
+id = "heads-layout-course"
+task = "attention"
+function = "attention"
+signature = "attention(q, k, v, mask=None)  # (B, h, n, d) each"
+arguments = ["q", "k", "v", "mask"]
+summary = "Attention on per-head (B, h, n, d) inputs, as fused kernels take them."
+
+[interface]
+batch = "heads"
+"""
+
+HEADS_FUNCTION = """\
+import numpy as np
+
+
+def attention(q, k, v, mask=None):
+    B, h, n, d = q.shape  # exactly (batch, heads, tokens, features), as the course promises
+    s = np.einsum("bhqd,bhkd->bhqk", q, k) / np.sqrt(d)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    a = np.exp(s - s.max(-1, keepdims=True))
+    a = a / a.sum(-1, keepdims=True)
+    return np.einsum("bhqk,bhkv->bhqv", a, v), a
+"""
+
+
+@pytest.mark.parametrize("change,expected", [
+    (None, []),
+    (("/ np.sqrt(d)", "/ d"), ["scale-by-dk"]),
+])
+def test_a_course_whose_code_takes_exactly_batch_and_heads_axes(tmp_path: Path, change,
+                                                                 expected) -> None:
+    """batch = "heads": every test input reaches the code as (B, h, n, d), whatever its own
+    leading axes (2-D ones get two unit axes, more are folded), and the answer goes back."""
+    (tmp_path / "course").mkdir()
+    (tmp_path / "course" / "assignment.toml").write_text(HEADS_COURSE)
+    source = HEADS_FUNCTION if change is None else HEADS_FUNCTION.replace(*change)
+    (tmp_path / "work.py").write_text(source)
+    report = grade(tmp_path / "work.py", assignment=str(tmp_path / "course"))
+    validate(report)
+    assert report["errors"] == []
+    assert sorted(m["id"] for m in report["misconceptions"]) == expected
+    assert (report["score"] == report["max_score"] == 10) == (not expected)

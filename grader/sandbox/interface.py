@@ -42,19 +42,25 @@ def _canonical(task, args):
     return values
 
 
-def _leading_to_one_axis(values, task):
-    """Every leading axis folded into exactly one (a unit one for 2-D inputs); the shape to
-    restore on the way back."""
+#: batch layout -> how many leading axes the course's code takes ("any": as they come)
+LEADING_AXES = {"one": 1, "heads": 2}
+
+
+def _fold_leading(values, task, axes):
+    """The probe's leading axes made exactly ``axes`` (1: one batch axis; 2: (B, h)), unit ones
+    added in front for fewer, the first ones folded for more; the shape to restore."""
     if task == "softmax":
         return None
     first = "Q" if task == "attention" else "X_q"
     leading = values[first].shape[:-2]
-    batch = int(np.prod(leading, dtype=np.int64)) if leading else 1
+    padded = (1,) * max(0, axes - len(leading)) + tuple(leading)
+    cut = len(padded) - axes + 1
+    folded = (int(np.prod(padded[:cut], dtype=np.int64)),) + padded[cut:]
     for name in (("Q", "K", "V") if task == "attention" else ("X_q", "X_kv")):
         array = values[name]
         if array.shape[:-2] != leading:
             array = np.broadcast_to(array, leading + array.shape[-2:])
-        values[name] = _ascontiguous(array).reshape((batch,) + array.shape[-2:])
+        values[name] = _ascontiguous(array).reshape(folded + array.shape[-2:])
     if task == "multi_head_attention" and values["X_q"] is not values["X_kv"] and \
             np.shares_memory(values["X_q"], values["X_kv"]):
         values["X_kv"] = values["X_q"]
@@ -62,8 +68,8 @@ def _leading_to_one_axis(values, task):
     if mask is not None:
         n, m = values[first].shape[-2], values["K" if task == "attention" else "X_kv"].shape[-2]
         values["mask"] = _ascontiguous(np.broadcast_to(mask, leading + (n, m))).reshape(
-            (batch, n, m))
-    return leading
+            folded + (n, m))
+    return leading, axes
 
 
 def _convert_mask(mask, convention, float_dtype):
@@ -109,7 +115,8 @@ def course_arguments(spec, task, args):
         for name in PROJECTIONS:
             if name in values:
                 values[name] = _ascontiguous(values[name].T)
-    leading = _leading_to_one_axis(values, task) if spec.get("batch") == "one" else None
+    axes = LEADING_AXES.get(spec.get("batch", "any"))
+    leading = _fold_leading(values, task, axes) if axes else None
     mask = values.get("mask")
     if mask is not None and spec.get("mask_shape") == "shared":
         mask = _ascontiguous(mask.reshape((-1,) + mask.shape[-2:])[0])  # the same for all
@@ -219,11 +226,13 @@ def _as_float32(array):
     return array.astype(np.float32) if array is not None and array.dtype == np.float64 else array
 
 
-def restore(array, leading):
-    """An output of the folded batch back to the probe's leading axes."""
-    if array is None or leading is None:
+def restore(array, folded):
+    """An output of the folded leading axes back to the probe's (``folded``: the probe's
+    leading shape and how many axes the course's code took)."""
+    if array is None or folded is None:
         return array
-    return array.reshape(tuple(leading) + array.shape[1:])
+    leading, axes = folded
+    return array.reshape(tuple(leading) + array.shape[axes:])
 
 
 def invoker(function, spec, task, to_arrays, binding_problem):
