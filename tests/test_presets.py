@@ -482,3 +482,50 @@ def test_a_course_whose_code_takes_exactly_batch_and_heads_axes(tmp_path: Path, 
     assert report["errors"] == []
     assert sorted(m["id"] for m in report["misconceptions"]) == expected
     assert (report["score"] == report["max_score"] == 10) == (not expected)
+
+
+JAX_COURSE = """\
+id = "jax-course"
+task = "attention"
+function = "dot_product_attention"
+signature = "dot_product_attention(query, key, value, mask=None)"
+arguments = ["query", "key", "value", "mask"]
+summary = "Attention in JAX, float32, True = may attend."
+
+[interface]
+parameters = ["Q", "K", "V", "mask"]
+arrays = "jax"
+dtype = "float32"
+"""
+
+JAX_FUNCTION = """\
+import jax
+import jax.numpy as jnp
+
+
+def dot_product_attention(query, key, value, mask=None):
+    d = query.shape[-1]
+    scores = jnp.einsum("...qd,...kd->...qk", query, key) / jnp.sqrt(d)
+    if mask is not None:
+        scores = jnp.where(mask, scores, -jnp.inf)
+    weights = jax.nn.softmax(scores, axis=-1)
+    return weights @ value
+"""
+
+
+@pytest.mark.parametrize("change,expected", [(None, []), (("/ jnp.sqrt(d)", "/ d"), ["scale-by-dk"])])
+def test_a_jax_course(tmp_path: Path, change, expected) -> None:
+    """arrays = "jax": the test inputs reach the code as JAX arrays (float32 here); the line of a
+    mistake is quoted from JAX values too."""
+    pytest.importorskip("jax")
+    (tmp_path / "course").mkdir()
+    (tmp_path / "course" / "assignment.toml").write_text(JAX_COURSE)
+    source = JAX_FUNCTION if change is None else JAX_FUNCTION.replace(*change)
+    (tmp_path / "work.py").write_text(source)
+    report = grade(tmp_path / "work.py", assignment=str(tmp_path / "course"))
+    validate(report)
+    assert report["errors"] == []
+    assert [m["id"] for m in report["misconceptions"]] == expected
+    assert (report["score"] == report["max_score"]) == (not expected)
+    if expected:
+        assert report["misconceptions"][0]["location"]["line"] == 7

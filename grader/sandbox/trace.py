@@ -26,19 +26,35 @@ _asarray = np.asarray
 _array_equal = np.array_equal
 
 
+#: the modules whose array types are read (a framework the submission imported)
+FRAMEWORKS = ("torch", "jax", "jaxlib", "tensorflow")
+
+
+def _framework_array(value):
+    """A torch, JAX or TensorFlow array as NumPy, or None for anything else (nothing of a
+    student's own class is touched, so no student ``__array__`` runs)."""
+    kind = type(value)
+    module = kind.__module__.split(".")[0]
+    if module == "torch" and kind.__name__ in ("Tensor", "Parameter"):
+        return value.detach().cpu().numpy()
+    if module in ("jax", "jaxlib") and kind.__name__ in ("ArrayImpl", "Array"):
+        return _asarray(value)
+    if module == "tensorflow" and kind.__name__ in ("EagerTensor", "ResourceVariable"):
+        return value.numpy()
+    return None
+
+
 def _as_float_array(value):
-    """A copy of ``value`` as a float NumPy array, or None (a torch tensor is read through
-    ``detach().cpu().numpy()``; nothing else is touched, so no student ``__array__`` runs)."""
+    """A copy of ``value`` as a float NumPy array, or None."""
     if isinstance(value, _ndarray):
         array = value
-    elif type(value).__module__.startswith("torch") and type(value).__name__ in (
-            "Tensor", "Parameter"):
+    else:
         try:
-            array = value.detach().cpu().numpy()
+            array = _framework_array(value)
         except Exception:  # noqa: BLE001 - an odd tensor is simply not recorded
             return None
-    else:
-        return None
+        if array is None:
+            return None
     if array.dtype.kind != "f" or array.size > MAX_ELEMENTS or array.ndim == 0:
         return None
     return _array(array)
@@ -108,7 +124,7 @@ class Recorder:
             self._keep(filename, line, depth, str(name)[:60], value, (id(frame), name))
 
     def _keep(self, filename, line, depth, name, value, key):
-        if not isinstance(value, _ndarray) and not type(value).__module__.startswith("torch"):
+        if not isinstance(value, _ndarray) and not type(value).__module__.startswith(FRAMEWORKS):
             return
         known = self.current.get(key) if key is not None else None
         if known is not None and known[0] == id(value):

@@ -10,3 +10,4 @@ def scaled_dot_product_attention(q, k, v, mask):
         scaled_attention_logits += mask * -1e9
     attention_weights = tf.keras.activations.softmax(scaled_attention_logits, axis=-1)
     return tf.matmul(attention_weights, v), attention_weights
+# where: mask-inverted=10
