@@ -110,6 +110,21 @@ def self_attention(x, W_q, W_k, W_v, W_o, num_heads):
 """
 
 
+def _grade_in_course(tmp_path: Path, course: str, source: str,
+                     changes: list[tuple[str, str]]) -> dict[str, Any]:
+    """Grade ``source``, edited by ``changes`` (each must apply), against the course folder
+    described by ``course`` (its assignment.toml); the report is schema-checked."""
+    (tmp_path / "course").mkdir()
+    (tmp_path / "course" / "assignment.toml").write_text(course)
+    for old, new in changes:
+        assert old in source
+        source = source.replace(old, new)
+    (tmp_path / "work.py").write_text(source)
+    report = grade(tmp_path / "work.py", assignment=str(tmp_path / "course"))
+    validate(report)
+    return report
+
+
 @pytest.mark.parametrize("changes,expected", [
     ([], []),
     ([("np.sqrt(d_k)", "np.sqrt(d_model)")], ["scale-by-dmodel"]),
@@ -120,15 +135,7 @@ def test_a_course_restricted_to_unmasked_self_attention_is_diagnosed(
         tmp_path: Path, changes: list[tuple[str, str]], expected: list[str]) -> None:
     """Only self-attention without a mask can be expressed: enough such test inputs are kept
     (scored or for diagnosis only) that each mistake is still named, and nothing when right."""
-    (tmp_path / "course").mkdir()
-    (tmp_path / "course" / "assignment.toml").write_text(SELF_ONLY_COURSE)
-    source = SELF_ATTENTION
-    for old, new in changes:
-        assert old in source
-        source = source.replace(old, new)
-    (tmp_path / "work.py").write_text(source)
-    report = grade(tmp_path / "work.py", assignment=str(tmp_path / "course"))
-    validate(report)
+    report = _grade_in_course(tmp_path, SELF_ONLY_COURSE, SELF_ATTENTION, changes)
     assert sorted(m["id"] for m in report["misconceptions"]) == expected
     assert (report["score"] == report["max_score"]) == (not expected)
 
@@ -379,12 +386,7 @@ def test_a_fused_projection_interleaved_head_by_head(tmp_path: Path, change, exp
     """fused = "per-head": the q|k|v weight is set head by head (q, k, v of head 0, then head
     1, ...), as Megatron-style code splits it; correct code gets full marks, a mistake its name."""
     pytest.importorskip("torch")
-    (tmp_path / "course").mkdir()
-    (tmp_path / "course" / "assignment.toml").write_text(FUSED_COURSE)
-    source = FUSED_MODULE if change is None else FUSED_MODULE.replace(*change)
-    (tmp_path / "work.py").write_text(source)
-    report = grade(tmp_path / "work.py", assignment=str(tmp_path / "course"))
-    validate(report)
+    report = _grade_in_course(tmp_path, FUSED_COURSE, FUSED_MODULE, [change] if change else [])
     assert report["errors"] == []
     assert sorted(m["id"] for m in report["misconceptions"]) == expected
     assert (report["score"] == report["max_score"]) == (not expected)
@@ -424,12 +426,7 @@ def attend(q, k, v, mask=None):
     (('"context": a @ v', '"out": a @ v'), None),
 ])
 def test_a_course_whose_code_returns_a_dict(tmp_path: Path, change, expected) -> None:
-    (tmp_path / "course").mkdir()
-    (tmp_path / "course" / "assignment.toml").write_text(DICT_COURSE)
-    source = DICT_FUNCTION if change is None else DICT_FUNCTION.replace(*change)
-    (tmp_path / "work.py").write_text(source)
-    report = grade(tmp_path / "work.py", assignment=str(tmp_path / "course"))
-    validate(report)
+    report = _grade_in_course(tmp_path, DICT_COURSE, DICT_FUNCTION, [change] if change else [])
     if expected is None:  # the declared key is missing: said, naming the key
         assert report["status"] == "error"
         assert "no key 'context'" in report["errors"][0]["message"]
@@ -473,12 +470,7 @@ def test_a_course_whose_code_takes_exactly_batch_and_heads_axes(tmp_path: Path, 
                                                                  expected) -> None:
     """batch = "heads": every test input reaches the code as (B, h, n, d), whatever its own
     leading axes (2-D ones get two unit axes, more are folded), and the answer goes back."""
-    (tmp_path / "course").mkdir()
-    (tmp_path / "course" / "assignment.toml").write_text(HEADS_COURSE)
-    source = HEADS_FUNCTION if change is None else HEADS_FUNCTION.replace(*change)
-    (tmp_path / "work.py").write_text(source)
-    report = grade(tmp_path / "work.py", assignment=str(tmp_path / "course"))
-    validate(report)
+    report = _grade_in_course(tmp_path, HEADS_COURSE, HEADS_FUNCTION, [change] if change else [])
     assert report["errors"] == []
     assert sorted(m["id"] for m in report["misconceptions"]) == expected
     assert (report["score"] == report["max_score"] == 10) == (not expected)
@@ -518,12 +510,7 @@ def test_a_jax_course(tmp_path: Path, change, expected) -> None:
     """arrays = "jax": the test inputs reach the code as JAX arrays (float32 here); the line of a
     mistake is quoted from JAX values too."""
     pytest.importorskip("jax")
-    (tmp_path / "course").mkdir()
-    (tmp_path / "course" / "assignment.toml").write_text(JAX_COURSE)
-    source = JAX_FUNCTION if change is None else JAX_FUNCTION.replace(*change)
-    (tmp_path / "work.py").write_text(source)
-    report = grade(tmp_path / "work.py", assignment=str(tmp_path / "course"))
-    validate(report)
+    report = _grade_in_course(tmp_path, JAX_COURSE, JAX_FUNCTION, [change] if change else [])
     assert report["errors"] == []
     assert [m["id"] for m in report["misconceptions"]] == expected
     assert (report["score"] == report["max_score"]) == (not expected)

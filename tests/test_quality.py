@@ -194,3 +194,12 @@ def test_the_child_knows_the_same_canonical_arguments_as_the_registry() -> None:
     from grader.sandbox import interface
 
     assert interface.CANONICAL_ARGUMENTS == registry.CANONICAL_ARGUMENTS
+
+
+def test_the_grader_reads_the_tracers_marks_as_the_child_writes_them() -> None:
+    """trace.py runs in the child and never imports the grader; the session keeps its copy of
+    the mark for a line that changed an input (importing trace.py there would load NumPy
+    before the child has started)."""
+    from grader.sandbox import session, trace
+
+    assert session.CHANGED_INPUT == trace.CHANGED_INPUT

@@ -79,6 +79,15 @@ def error_ratio(actual: Array, expected: Array, tol: Tolerance) -> float:
         return float(np.max(np.abs(actual[finite_e] - expected[finite_e]) / allowed))
 
 
+def gap(actual: Array, expected: Array) -> Array:
+    """|actual - expected| element by element, for same-shaped arrays: 0 where they are equal
+    (the same inf, or both NaN), inf where only one of them is finite."""
+    with np.errstate(all="ignore"):
+        difference = np.abs(actual - expected)
+    equal = (actual == expected) | (np.isnan(actual) & np.isnan(expected))
+    return np.where(equal, 0.0, np.where(np.isfinite(difference), difference, np.inf))
+
+
 def _fmt(value: float) -> str:
     return f"{value:.6g}"
 

@@ -20,7 +20,7 @@ import numpy as np
 from grader.core.assignments import Assignment
 from grader.core.compare import FAR, error_ratio, tolerance_for
 from grader.core.evidence import REFERENCE, Recipe, explain, mutation_evidence
-from grader.core.locate import STAGE_WORDS, locate, source_line
+from grader.core.locate import STAGE_WORDS, locate, quote
 from grader.model import Array, CallOutcome, Finding, Probe, SourcePlace
 from reference import catalogue
 
@@ -148,13 +148,12 @@ def diagnose(assignment: Assignment, probes: Sequence[Probe],
 def _place(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
            misconception_id: str, recipe: Recipe, sources: Sequence[str]) -> SourcePlace | None:
     place = locate(assignment, probes, outcomes, misconception_id, recipe) if sources else None
-    code = source_line(place, sources) if place is not None else None
-    if place is None or code is None:
+    if place is None:
         return None
     computes = STAGE_WORDS[place.stage]
     if place.used is not None:
         computes = f"{STAGE_WORDS.get(place.used, place.used)}, used as {computes}"
-    return SourcePlace(place.cell, place.line, code, computes)
+    return quote(place.cell, place.line, computes, sources)
 
 
 def _batch_fallback(matcher: _Matcher, probes: Sequence[Probe],

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from grader.core.assignments import Assignment
-from grader.core.compare import error_ratio, tolerance_for
-from grader.core.locate import STAGE_WORDS, Place, same, source_line, stages_of
+from grader.core.compare import error_ratio, gap, tolerance_for
+from grader.core.locate import STAGE_WORDS, quote, same, stages_of
 from grader.model import Array, CallOutcome, Probe, SourcePlace, TracedValue
 
 #: stages a correct submission may compute differently (any shift works before the softmax)
@@ -80,7 +80,7 @@ def _diverge(assignment: Assignment, probe: Probe, traced: Sequence[TracedValue]
              if i > after and not t.changes_input and _shaped_like(t.array, target)
              and not any(same(t.array, v) for v in correct.values())), None)
         if value is not None:
-            place = _place(value, sources, STAGE_WORDS[wrong])
+            place = quote(value.cell, value.line, STAGE_WORDS[wrong], sources)
             where = f" (line {value.line}" + (f" of code cell {value.cell}" if value.cell else "")
             return Divergence(wrong, f"{_sentence(told_right, wrong, traced, right)}"
                                      f"{where + ')' if place else ''}: "
@@ -109,13 +109,7 @@ def _shaped_like(value: Array, target: Array) -> bool:
 def _numbers(value: Array, target: Array) -> str:
     if value.shape != target.shape:
         target = target.reshape(-1, *value.shape)[0]
-    with np.errstate(all="ignore"):
-        gap = np.where(np.isfinite(value - target), np.abs(value - target), np.inf)
-    at = np.unravel_index(int(np.argmax(gap)), gap.shape)
+    gaps = gap(value, target)
+    at = np.unravel_index(int(np.argmax(gaps)), gaps.shape)
     index = tuple(int(i) for i in at)
     return f"at index {index} yours is {value[at]:.6g}, the correct value {target[at]:.6g}"
-
-
-def _place(value: TracedValue, sources: Sequence[str], computes: str) -> SourcePlace | None:
-    code = source_line(Place(value.cell, value.line, "output"), sources)
-    return None if code is None else SourcePlace(value.cell, value.line, code, computes)

@@ -9,7 +9,7 @@ from typing import Protocol
 import numpy as np
 
 from grader.core.assignments import Assignment
-from grader.core.compare import FAR
+from grader.core.compare import FAR, gap
 from grader.core.probes import DIAGNOSIS_ONLY
 from grader.model import DEFAULT_SEED, Array, CallOutcome, Probe
 from reference import catalogue
@@ -62,8 +62,11 @@ def explain(matcher: Matcher, misconception_id: str, recipe: Recipe,
     variant = matcher.variant_output(recipe, index)
     if outcome.ok and variant is not None and correct.shape == variant.shape:
         alone = matcher.variant_output(own, index) if one_of_several else None
-        gap = _gap(matcher, own if alone is not None else recipe, index)
-        at = np.unravel_index(int(np.argmax(gap)), gap.shape)
+        if alone is not None and alone.shape != correct.shape:
+            alone = None
+        # several mistakes: the index where this one alone departs most from the answer
+        gaps = gap(variant if alone is None else alone, correct)
+        at = np.unravel_index(int(np.argmax(gaps)), gaps.shape)
         assert outcome.output is not None
         got = outcome.output[at] if outcome.output.shape == correct.shape else None
         where = str(tuple(int(i) for i in at))
@@ -97,22 +100,13 @@ def _correct(matcher: Matcher, index: int) -> Array:
     return np.asarray(correct, dtype=np.float64)
 
 
-def _gap(matcher: Matcher, recipe: Recipe, index: int) -> Array:
-    """How far ``recipe``'s answer is from the correct one, element by element (inf where one
-    of them is not finite; empty when it cannot run or has another shape)."""
-    correct, variant = _correct(matcher, index), matcher.variant_output(recipe, index)
-    if variant is None or variant.shape != correct.shape:
-        return np.zeros(0)
-    with np.errstate(all="ignore"):
-        difference = np.abs(correct - variant)
-    same = (correct == variant) | (np.isnan(correct) & np.isnan(variant))
-    return np.where(same, 0.0, np.where(np.isfinite(difference), difference, np.inf))
-
-
 def _changes_answer(matcher: Matcher, recipe: Recipe, index: int) -> bool:
     """Does ``recipe`` change the answer on this probe beyond rounding?"""
-    scale = 1.0 + float(np.nanmax(np.abs(_correct(matcher, index)), initial=0.0))
-    return bool(_gap(matcher, recipe, index).max(initial=0.0) > 1e-6 * scale)
+    correct, variant = _correct(matcher, index), matcher.variant_output(recipe, index)
+    if variant is None or variant.shape != correct.shape:
+        return False
+    scale = 1.0 + float(np.nanmax(np.abs(correct), initial=0.0))
+    return bool(gap(variant, correct).max(initial=0.0) > 1e-6 * scale)
 
 
 def _all(recipe: Recipe) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grader.core.assignments import Assignment
-from grader.model import Array, CallOutcome, Probe, TracedValue
+from grader.model import Array, CallOutcome, Probe, SourcePlace, TracedValue
 from reference import catalogue
 
 #: scores at or below this are "blocked" whatever the fill value (-inf, -1e9, finfo.min)
@@ -138,14 +138,15 @@ def _close(a: Array, b: Array) -> bool:
     return bool(np.allclose(a, b, rtol=1e-5, atol=1e-7 * max(scale, 1.0), equal_nan=True))
 
 
-def source_line(place: Place, sources: Sequence[str]) -> str | None:
-    """The quoted line's text, from the grader's own copy of the submission (a .py file is one
-    source, a notebook one per cell)."""
-    index = (place.cell - 1) if place.cell is not None else 0
+def quote(cell: int | None, line: int, computes: str, sources: Sequence[str]
+          ) -> SourcePlace | None:
+    """The submission's line as a report quotes it, read from the grader's own copy of the
+    submission (a .py file is one source, a notebook one per cell); None if it is not there."""
+    index = (cell - 1) if cell is not None else 0
     if not 0 <= index < len(sources):
         return None
     lines = sources[index].splitlines()
-    if not 0 < place.line <= len(lines):
+    if not 0 < line <= len(lines):
         return None
-    text = lines[place.line - 1].strip()
-    return text[:200] if text else None
+    text = lines[line - 1].strip()
+    return SourcePlace(cell, line, text[:200], computes) if text else None

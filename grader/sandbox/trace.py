@@ -129,6 +129,9 @@ class Recorder:
         known = self.current.get(key) if key is not None else None
         if known is not None and known[0] == id(value):
             entry = self.values[known[1]]
+            if isinstance(value, _ndarray) and value.shape == entry[4].shape and \
+                    _array_equal(value, entry[4], equal_nan=True):
+                return  # unchanged: compared as it is, not copied (the hot path)
             array = _as_float_array(value)
             if array is None or (array.shape == entry[4].shape
                                  and _array_equal(array, entry[4], equal_nan=True)):
