@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.config import DEFAULT_LIMITS, Limits
-from grader.load import SUFFIXES, candidates
+from grader.load import candidates, has_submission_suffix
 from grader.model import printable_name
 from grader.version import __version__
 
@@ -89,7 +89,8 @@ def gradescope_export(folder: Path) -> list[Entry]:
     for key in sorted(metadata):
         submission = folder / str(key)
         student = _submitters(metadata[key]) or str(key)
-        files = candidates(submission) if submission.is_dir() else ()
+        files = (candidates(submission)
+                 if submission.is_dir() and not submission.is_symlink() else ())
         entries.append(Entry(f"{student} ({key})" if student != key else student, files))
     return entries
 
@@ -105,8 +106,9 @@ def discover(paths: Iterable[str]) -> list[Entry]:
     for raw in paths:
         matches = [Path(p) for p in sorted(glob.glob(raw, recursive=True))] or [Path(raw)]
         for path in matches:
-            if path.is_file() and path.suffix in SUFFIXES:
-                add(Entry(printable_name(path.stem), (path,)))
+            if path.is_file() and has_submission_suffix(path):
+                # a file of its own: a link is followed nowhere (not even to a classmate's)
+                add(Entry(printable_name(path.stem), () if path.is_symlink() else (path,)))
             elif path.is_dir() and (path / GRADESCOPE_METADATA).is_file():
                 for entry in gradescope_export(path):
                     add(entry)
@@ -114,9 +116,10 @@ def discover(paths: Iterable[str]) -> list[Entry]:
                 for child in sorted(path.iterdir()):
                     if child.name.startswith((".", "__")):
                         continue
-                    if child.is_file() and child.suffix in SUFFIXES:
-                        add(Entry(printable_name(child.stem), (child,)))
-                    elif child.is_dir():
+                    if child.is_file() and has_submission_suffix(child):
+                        add(Entry(printable_name(child.stem),
+                                  () if child.is_symlink() else (child,)))
+                    elif child.is_dir() and not child.is_symlink():
                         add(Entry(printable_name(child.name), candidates(child)))
     return list(entries.values())
 

@@ -66,8 +66,19 @@ def _limits(timeout: float | None, import_timeout: float | None, total_timeout: 
     return Limits(**{**DEFAULT_LIMITS.as_dict(), **changes})
 
 
+def _submission_suffix(context: click.Context, parameter: click.Parameter, path: Path) -> Path:
+    from grader.load import has_submission_suffix
+
+    if not has_submission_suffix(path):
+        raise click.BadParameter(
+            f"{path.name!r} is neither a .py file nor an .ipynb notebook; only those are run.",
+            context, parameter)
+    return path
+
+
 _submission_argument = click.argument(
-    "submission", type=click.Path(exists=True, dir_okay=False, readable=True, path_type=Path))
+    "submission", type=click.Path(exists=True, dir_okay=False, readable=True, path_type=Path),
+    callback=_submission_suffix)
 _assignment_option = click.option(
     "--assignment", "-a", type=ASSIGNMENT, default=None,
     help="Assignment ID; inferred from the functions the submission defines when omitted.")

@@ -37,6 +37,8 @@ class Limits:
     cell_seconds: float = 10.0
     memory_mb: int = 3072
     file_size_mb: int = 64
+    #: what a run may write in all (its folder and private /tmp), where it has its own root
+    disk_mb: int = 256
     open_files: int = 256
     max_restarts: int = 2
     max_result_mb: int = 64
@@ -47,6 +49,7 @@ class Limits:
         return {
             "memory_bytes": self.memory_mb << 20,
             "fsize_bytes": self.file_size_mb << 20,
+            "disk_mb": self.disk_mb,
             "nofile": self.open_files,
             "cpu_seconds": int(self.total_seconds) + 5,
             "cell_seconds": self.cell_seconds,

@@ -27,6 +27,7 @@ def _append(variable: str, text: str) -> None:
 
 
 def main() -> int:
+    from grader.load import stays_within
     from grader.model import GraderError
     from grader.pipeline import error_report, grade_or_crashed
     from grader.render import github, markdown, text
@@ -38,6 +39,9 @@ def main() -> int:
         problems.append(f"unknown assignment {assignment!r} (known: {', '.join(registry.ids())})")
     if not submission.is_file():
         problems.append(f"the submission {str(submission)!r} is not a file in the repository")
+    elif not stays_within(submission, Path.cwd()):
+        problems.append(f"the submission {str(submission)!r} is a link out of the repository; "
+                        "links out of it are not followed")
     try:
         seed = seed_from_environment(None)
     except ValueError:

@@ -17,8 +17,41 @@ import sys
 ONE_SUBMISSION = frozenset({"grade", "check"})
 
 
+#: the environment variable the seed moves to (``grader.config.SEED_VARIABLE``; not imported:
+#: this module loads before the grader)
+SEED_VARIABLE = "ATTENTION_GRADER_SEED"
+
+
+def seed_off_the_command_line(args: list[str]) -> tuple[list[str], str | None]:
+    """``args`` without ``--seed N`` / ``--seed=N``, and the seed given there (None when none).
+
+    A process's command line is readable by every user of the machine in ``/proc``: a hidden
+    seed must not stay on the grader's own, where a submission without a pid namespace of its
+    own could read it."""
+    kept: list[str] = []
+    seed = None
+    rest = iter(args)
+    for arg in rest:
+        if arg == "--":
+            kept += [arg, *rest]
+            break
+        if arg == "--seed":
+            seed = next(rest, None)
+            if seed is None:
+                kept.append(arg)  # the command line reports the missing value
+        elif arg.startswith("--seed="):
+            seed = arg.split("=", 1)[1]
+        else:
+            kept.append(arg)
+    return kept, seed
+
+
 def main() -> None:
     args = sys.argv[1:]
+    kept, seed = seed_off_the_command_line(args)
+    if seed is not None:  # the same command again, the seed in its environment only
+        os.environ[SEED_VARIABLE] = seed
+        os.execv(sys.executable, [sys.executable, "-m", "grader", *kept])
     one_submission = bool(args) and args[0] in ONE_SUBMISSION and not {"--help", "-h"} & set(args)
     if one_submission:
         from grader.sandbox.spawn import head_start

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -104,7 +105,7 @@ def _read_bytes(path: Path, limit: int) -> bytes:
     with open(path, "rb") as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
-        raise LoadError(GraderError("syntax-error" if path.suffix != ".ipynb" else
+        raise LoadError(GraderError("syntax-error" if path.suffix.lower() != ".ipynb" else
                                     "invalid-notebook",
                                     f"the file is larger than {limit >> 20} MiB"))
     return data
@@ -186,22 +187,45 @@ def load_notebook(path: Path) -> Submission:
     return Submission(path, "ipynb", tuple(neutralise_magics(s) for s in sources))
 
 
-def load(path: Path) -> Submission:
-    """Read ``path`` (``.ipynb`` as a notebook, anything else as Python source)."""
+SUFFIXES = (".py", ".ipynb")
+
+
+def has_submission_suffix(path: Path) -> bool:
+    """``.py`` or ``.ipynb``, in any case (``Attention.PY`` is a Python file)."""
+    return path.suffix.lower() in SUFFIXES
+
+
+def stays_within(path: Path, folder: Path) -> bool:
+    """Does ``path``, links followed, lie inside ``folder`` (links followed)? A link out of a
+    submission's own folder (to a classmate's file, a credential) is never read."""
+    real, root = os.path.realpath(path), os.path.realpath(folder)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def load(path: Path, within: Path | None = None) -> Submission:
+    """Read ``path``: ``.ipynb`` as a notebook, ``.py`` as Python source (any case). ``within``
+    is the submission's own folder (its parent by default): a path that leads out of it through
+    a link is refused, never read."""
+    name = printable_name(path.name)
+    if not has_submission_suffix(path):
+        raise LoadError(GraderError(
+            "missing-function", f"{name} is not a .py file or an .ipynb notebook"))
+    if not stays_within(path, within if within is not None else path.parent):
+        raise LoadError(GraderError(
+            "missing-function", f"{name} is a link to a file outside the submission's folder; "
+                                "links out of the submission are not followed"))
     if path.suffix.lower() == ".ipynb":
         return load_notebook(path)
     return load_python(path)
 
 
-SUFFIXES = (".py", ".ipynb")
-
-
 def candidates(folder: Path) -> tuple[Path, ...]:
-    """The .py and .ipynb files under ``folder``, outside hidden and cache folders."""
+    """The .py and .ipynb files under ``folder``, outside hidden and cache folders; a link that
+    leads out of ``folder`` is not one of them."""
     found = []
     for path in sorted(folder.rglob("*")):
         parts = path.relative_to(folder).parts
-        if (path.suffix in SUFFIXES and path.is_file()
+        if (has_submission_suffix(path) and path.is_file() and stays_within(path, folder)
                 and not any(p.startswith((".", "__")) or p == "node_modules" for p in parts)):
             found.append(path)
     return tuple(found)

@@ -228,7 +228,13 @@ def test_unprivileged_uid_where_running_as_root(grade_source) -> None:
     report = grade_source("import os\nprint('uid', os.getuid())\n" + CORRECT)
     if "unprivileged-uid" not in report["metadata"]["isolation"]:
         pytest.skip("not root, or Python/NumPy not readable by an unprivileged user here")
-    assert "uid 65534" in report["metadata"]["stdout"]
+    from grader.sandbox.child import RUN_UID_BASE
+
+    # a uid of the run's own, never a real user's, and another for the next run
+    uid = int(report["metadata"]["stdout"].split()[1])
+    assert uid > RUN_UID_BASE and uid != os.getuid()
+    again = grade_source("import os\nprint('uid', os.getuid())\n" + CORRECT)
+    assert int(again["metadata"]["stdout"].split()[1]) not in (uid, os.getuid())
     assert report["score"] == report["max_score"]
 
 

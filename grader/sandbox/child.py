@@ -16,7 +16,13 @@ from typing import Any
 from grader.config import Limits
 from grader.model import Submission, printable_name
 from grader.sandbox import forkserver, wire
-from grader.sandbox.processes import child_environment, kill_run, own_children, settle_and_reap
+from grader.sandbox.processes import (
+    child_environment,
+    kill_run,
+    own_children,
+    settle_and_reap,
+    tree_cpu_seconds,
+)
 from grader.sandbox.spawn import Spawned, spawn_worker
 
 PACKAGE_ROOTS = (Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[2] / "reference")
@@ -24,6 +30,16 @@ PACKAGE_ROOTS = (Path(__file__).resolve().parents[1], Path(__file__).resolve().p
 REAPER_THREAD = "attention-grader-reaper"
 #: layers not to try (comma-separated names, or ``namespaces``): for testing the fallbacks
 SKIP_LAYERS_VARIABLE = "ATTENTION_GRADER_SKIP_LAYERS"
+
+
+#: the unprivileged uids of runs (as root): one per run, from its child's pid, so that runs at
+#: the same time never share a uid (nor with the grader or the fork server), and far above the
+#: uids of real users
+RUN_UID_BASE = 1_500_000_000
+
+
+def run_uid(pid: int) -> int:
+    return RUN_UID_BASE + pid
 
 
 def forbidden_roots() -> list[str]:
@@ -59,6 +75,7 @@ class Child:
             started = spawned or spawn_worker(workdir, self.stdout_path)
             self.process, self.marker, self.spared = started.process, started.marker, started.spared
             self.request_write, self.result_read = started.request_write, started.result_read
+        self.uid = run_uid(self.process.pid)
         self.reader = wire.FrameReader(limits.max_result_mb << 20)
         self.pending: list[tuple[dict[str, Any], bytes]] = []
         setup = {
@@ -75,6 +92,8 @@ class Child:
                 "forbidden_roots": forbidden_roots(),
                 "require_fs_isolation": not limits.unsafe_no_fs_isolation,
                 "skip": [x for x in os.environ.get(SKIP_LAYERS_VARIABLE, "").split(",") if x],
+                "uid": self.uid,
+                "disk_bytes": limits.disk_mb << 20,
             },
         }
         self.send(wire.encode(setup))
@@ -108,6 +127,10 @@ class Child:
             raise wire.ProtocolError("frame without this run's nonce")
         return header, blob
 
+    def cpu_seconds(self) -> float:
+        """The CPU time this child and everything it started have used so far."""
+        return tree_cpu_seconds(self.process.pid)
+
     def death_kind(self) -> tuple[str, str]:
         try:
             code = self.process.wait(timeout=1.0)
@@ -123,7 +146,7 @@ class Child:
         # everything is killed before this returns; the dying are reaped in the background:
         # the kernel takes a moment (a fifth of a second here) to take down the namespaces
         # they leave, and no grading need wait for it
-        kill_run(self.process.pid, self.marker, self.spared, settle=False)
+        kill_run(self.process.pid, self.marker, self.spared, settle=False, uid=self.uid)
         if self.server is not None:  # the server reaps its forks; it is told to sweep up
             self.server.sweep()
         else:

@@ -37,6 +37,7 @@ import struct
 import sys
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
@@ -50,6 +51,8 @@ SCMP_ACT_ALLOW = 0x7FFF0000
 SCMP_CMP_EQ = 4
 SCMP_CMP_MASKED_EQ = 7
 UNPRIVILEGED_ID = 65534  # nobody
+#: processes a run's own uid may have at once (with a uid per run, a bound per run)
+MAX_PROCESSES = 256
 _SYSCALLS = {  # the few not reachable through libc wrappers everywhere (same numbers on arm64)
     "mount_setattr": 442, "landlock_create_ruleset": 444, "landlock_add_rule": 445,
     "landlock_restrict_self": 446, "pivot_root": {"x86_64": 155, "aarch64": 41},
@@ -136,20 +139,25 @@ def _write_id_maps(uid, gid):
             handle.write(text)
 
 
+ALL_NAMESPACES = ["pid-namespace", "mount-namespace", "network-namespace", "ipc-namespace"]
+
+
 def _unshare(libc):
     """Enter new namespaces; return the names of those entered (empty when none could be)."""
-    full = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET
+    full = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC
     if libc.unshare(full) == 0:
-        return ["pid-namespace", "mount-namespace", "network-namespace"]
+        return list(ALL_NAMESPACES)
     uid, gid = os.geteuid(), os.getegid()
     if libc.unshare(CLONE_NEWUSER | full) == 0:
         _write_id_maps(uid, gid)
-        return ["pid-namespace", "mount-namespace", "network-namespace"]
-    if libc.unshare(CLONE_NEWNET) == 0:
-        return ["network-namespace"]
-    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0:
-        _write_id_maps(uid, gid)
-        return ["network-namespace"]
+        return list(ALL_NAMESPACES)
+    for flags, names in ((CLONE_NEWNET | CLONE_NEWIPC, ["network-namespace", "ipc-namespace"]),
+                         (CLONE_NEWNET, ["network-namespace"])):
+        if libc.unshare(flags) == 0:
+            return names
+        if libc.unshare(CLONE_NEWUSER | flags) == 0:
+            _write_id_maps(uid, gid)
+            return names
     return []
 
 
@@ -255,9 +263,15 @@ def _bind(libc, newroot, path, *, readonly, source=None):
         _make_readonly(libc, target)
 
 
-def _build_root(libc, newroot, workdir, readable, hidden):
-    """Mount the child's whole view of the file system under ``newroot`` and switch to it."""
+def _build_root(libc, newroot, workdir, readable, hidden, disk_bytes):
+    """Mount the child's whole view of the file system under ``newroot`` and switch to it. Its
+    one writable place, the working directory with its private ``/tmp``, is a file system of
+    ``disk_bytes`` of its own (in this namespace only): what a run writes, in all, is bounded,
+    and gone with it."""
     _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
+    if disk_bytes:
+        _mount(libc, "tmpfs", workdir, "tmpfs", MS_NOSUID | MS_NODEV,
+               f"mode=0700,size={int(disk_bytes)}")
     _mount(libc, "tmpfs", newroot, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
     private_tmp = os.path.join(workdir, PRIVATE_TMP_NAME)
     os.makedirs(private_tmp, exist_ok=True)
@@ -310,19 +324,20 @@ def world_readable(path):
         path = parent
 
 
-def drop_to_nobody(workdir, needed):
-    """As root, continue as ``nobody`` (owning ``workdir``), where the ``needed`` paths (the
-    interpreter, NumPy) are readable by it."""
+def drop_to_nobody(workdir, needed, uid=UNPRIVILEGED_ID):
+    """As root, continue as the unprivileged ``uid`` (owning ``workdir``), where the ``needed``
+    paths (the interpreter, NumPy) are readable by it. The grader gives each run a uid of its
+    own: runs at the same time cannot signal each other or read each other's ``/proc``."""
     if os.geteuid() != 0 or not all(world_readable(p) for p in needed):
         return False
     try:
         for root, dirs, files in os.walk(workdir):
             for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
-                os.lchown(name, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
+                os.lchown(name, uid, uid)
         os.setgroups([])
-        os.setgid(UNPRIVILEGED_ID)
-        os.setuid(UNPRIVILEGED_ID)
-        resource.setrlimit(resource.RLIMIT_NPROC, (256, 256))
+        os.setgid(uid)
+        os.setuid(uid)
+        resource.setrlimit(resource.RLIMIT_NPROC, (MAX_PROCESSES, MAX_PROCESSES))
     except OSError:
         return os.geteuid() != 0
     return True
@@ -379,12 +394,14 @@ def _landlock_rules(forbidden, readable, writable, all_rights):
     return rules
 
 
-def landlock(libc, forbidden, readable, writable):
-    """Restrict this process to the rules; True when Landlock took effect."""
+def prepare_landlock(libc, forbidden, readable, writable):
+    """A Landlock ruleset of the rules (its fd), or None where Landlock is missing or a
+    writable place could not be ruled (never a partial layer). Made while this process can still
+    open every rule's path: before the uid drop, which loses access to the run's folder."""
     create = _syscall_number("landlock_create_ruleset")
     abi = libc.syscall(create, None, ctypes.c_size_t(0), 1)  # LANDLOCK_CREATE_RULESET_VERSION
     if abi < 1:
-        return False
+        return None
     fs_rights = _landlock_fs_rights(abi)
     attr = struct.pack("Q", fs_rights)
     if abi >= 4:
@@ -394,25 +411,44 @@ def landlock(libc, forbidden, readable, writable):
     ruleset = libc.syscall(create, ctypes.create_string_buffer(attr, len(attr)),
                            ctypes.c_size_t(len(attr)), 0)
     if ruleset < 0:
+        return None
+    for path, rights in _landlock_rules(forbidden, readable, writable, fs_rights):
+        added = _add_landlock_rule(libc, ruleset, path, rights, fs_rights)
+        if not added and path in writable[:1]:  # the working directory: required
+            os.close(ruleset)
+            return None
+    return ruleset
+
+
+def _add_landlock_rule(libc, ruleset, path, rights, fs_rights):
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
         return False
     try:
-        for path, rights in _landlock_rules(forbidden, readable, writable, fs_rights):
-            try:
-                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except OSError:
-                continue
-            try:
-                if not stat.S_ISDIR(os.fstat(fd).st_mode):
-                    rights &= LANDLOCK_FILE_RIGHTS & fs_rights
-                rule = struct.pack("=Qi", rights, fd)
-                libc.syscall(_syscall_number("landlock_add_rule"), ruleset, 1,
-                             ctypes.create_string_buffer(rule, len(rule)), 0)
-            finally:
-                os.close(fd)
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            rights &= LANDLOCK_FILE_RIGHTS & fs_rights
+        rule = struct.pack("=Qi", rights, fd)
+        return libc.syscall(_syscall_number("landlock_add_rule"), ruleset, 1,
+                            ctypes.create_string_buffer(rule, len(rule)), 0) == 0
+    finally:
+        os.close(fd)
+
+
+def restrict_landlock(libc, ruleset):
+    """Enforce a prepared ruleset on this process; True when Landlock took effect."""
+    if ruleset is None:
+        return False
+    try:
         libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         return libc.syscall(_syscall_number("landlock_restrict_self"), ruleset, 0) == 0
     finally:
         os.close(ruleset)
+
+
+def landlock(libc, forbidden, readable, writable):
+    """Restrict this process to the rules; True when Landlock took effect."""
+    return restrict_landlock(libc, prepare_landlock(libc, forbidden, readable, writable))
 
 
 # -- seccomp ----------------------------------------------------------------------------------
@@ -448,9 +484,19 @@ def ancestors():
     return pids, sorted(groups - {os.getpgrp()})
 
 
-def seccomp_filter(protected):
+#: System V and POSIX IPC: without an IPC namespace of its own, what a run leaves there would
+#: outlive it and reach the next student's run
+IPC_SYSCALLS = (
+    b"shmget", b"shmat", b"shmdt", b"shmctl", b"msgget", b"msgsnd", b"msgrcv", b"msgctl",
+    b"semget", b"semop", b"semtimedop", b"semctl", b"mq_open", b"mq_unlink", b"mq_timedsend",
+    b"mq_timedreceive", b"mq_notify", b"mq_getsetattr",
+)
+
+
+def seccomp_filter(protected, deny_ipc=False):
     """Deny the calls above (EACCES) and signals to the ``protected`` (pids, process groups) and
-    to everyone (``kill(-1)``) (EPERM), via libseccomp when the system has it."""
+    to everyone (``kill(-1)``) (EPERM), via libseccomp when the system has it; with
+    ``deny_ipc``, System V and POSIX IPC as well."""
     import socket
 
     try:
@@ -474,7 +520,7 @@ def seccomp_filter(protected):
         for family in (socket.AF_INET, socket.AF_INET6, getattr(socket, "AF_PACKET", 17)):
             rule = (_ArgCmp * 1)(_ArgCmp(0, SCMP_CMP_EQ, family, 0))
             ok &= seccomp.seccomp_rule_add_array(context, deny, number, 1, rule) == 0
-        for name in DENIED_SYSCALLS:
+        for name in DENIED_SYSCALLS + (IPC_SYSCALLS if deny_ipc else ()):
             number = seccomp.seccomp_syscall_resolve_name(name)
             if number >= 0:
                 ok &= seccomp.seccomp_rule_add_array(context, deny, number, 0, None) == 0
@@ -503,9 +549,11 @@ def confine(options, needed):
     """Apply every layer allowed here, in order; return the names of those in effect.
 
     ``options``: ``workdir`` and ``newroot`` (an empty directory for the new root's mount),
-    ``forbidden_roots`` (the grader's packages) and ``skip`` (layers not to try). ``needed``:
-    paths that must stay readable for the drop to ``nobody`` (the interpreter, NumPy). May fork
-    (see the module's docstring): only the process that will run the submission returns.
+    ``forbidden_roots`` (the grader's packages), ``skip`` (layers not to try), ``uid`` (the
+    run's own unprivileged user, for the drop as root) and ``disk_bytes`` (what the run may
+    write in all, where it has its own root). ``needed``: paths that must stay readable for the
+    uid drop (the interpreter, NumPy). May fork (see the module's docstring): only the process
+    that will run the submission returns.
     """
     try:
         libc = _libc()
@@ -526,27 +574,35 @@ def confine(options, needed):
         if "mount-namespace" in entered and "read-only-root" not in skip:
             try:
                 _build_root(libc, os.path.realpath(options["newroot"]), workdir, readable,
-                            forbidden)
+                            forbidden, options.get("disk_bytes"))
                 active.append("read-only-root")
             except OSError:
                 pass
-    if "unprivileged-uid" not in skip and drop_to_nobody(workdir, needed):
-        active.append("unprivileged-uid")
-    elif drop_capabilities(libc) and (os.geteuid() == 0 or active):
-        active.append("no-capabilities")
-    # no /proc/<pid>/mem of ours for anyone else (not before: it makes our /proc entries
-    # root's, and a user namespace's id maps could then not be written)
-    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     own_root = "read-only-root" in active
     writable = [workdir, *(PRIVATE_TMP if own_root else ()), *DEVICES]
     # in its own root, everything it sees may be read; elsewhere only the allow-list and its
     # own /proc entry
     visible = ["/"] if own_root else [*readable, "/proc/self"]
     hidden = [] if own_root else forbidden  # (in its own root they are empty mounts already)
-    if "landlock" not in skip and landlock(libc, hidden, visible, writable):
+    # the rules are made before the uid drop: afterwards the run's folder (inside the grader's
+    # private temporary folder) can no longer be opened to be ruled
+    ruleset = (prepare_landlock(libc, hidden, visible, writable)
+               if "landlock" not in skip else None)
+    uid = int(options.get("uid") or UNPRIVILEGED_ID)
+    if "unprivileged-uid" not in skip and drop_to_nobody(workdir, needed, uid):
+        active.append("unprivileged-uid")
+    elif drop_capabilities(libc) and (os.geteuid() == 0 or active):
+        active.append("no-capabilities")
+    # no /proc/<pid>/mem of ours for anyone else (not before: it makes our /proc entries
+    # root's, and a user namespace's id maps could then not be written)
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    if restrict_landlock(libc, ruleset):
         active.append("landlock")
-    if "seccomp" not in skip and seccomp_filter(protected):
+    deny_ipc = "ipc-namespace" not in active
+    if "seccomp" not in skip and seccomp_filter(protected, deny_ipc):
         active.append("seccomp")
+        if deny_ipc:
+            active.append("no-ipc")
     return active
 
 

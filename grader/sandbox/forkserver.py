@@ -8,7 +8,6 @@ import contextlib
 import json
 import secrets
 import select
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,7 +33,9 @@ class ForkServer:
         import socket
 
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.home = tempfile.mkdtemp(prefix="attention-grader-server-")
+        # no folder of its own: the server writes nothing, and each fork moves into its run's
+        # directory (a folder made here outlived pool workers that end without exit handlers)
+        self.home = tempfile.gettempdir()
         self.process = subprocess.Popen(
             [sys.executable, "-I", "-B", str(WORKER), "--zygote", str(theirs.fileno())],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -98,7 +99,6 @@ class ForkServer:
         with contextlib.suppress(ProcessLookupError):
             self.process.kill()
         self.process.wait()
-        shutil.rmtree(self.home, ignore_errors=True)
 
 
 class Forked:

@@ -88,14 +88,25 @@ def _carries_marker(pid: int, marker: str) -> bool:
     return f"{MARKER_VARIABLE}={marker}".encode() in (_read(f"/proc/{pid}/environ") or b"")
 
 
-def stray_processes(session: int, marker: str, spared: set[int]) -> list[int]:
-    """Processes left by one run: in its session, adopted by us, or carrying its marker."""
+def _real_uid(pid: int) -> int | None:
+    status = _read(f"/proc/{pid}/status") or b""
+    start = status.find(b"\nUid:")
+    fields = status[start + 5 : status.find(b"\n", start + 1)].split() if start >= 0 else []
+    return int(fields[0]) if fields else None
+
+
+def stray_processes(session: int, marker: str, spared: set[int],
+                    uid: int | None = None) -> list[int]:
+    """Processes left by one run: in its session, descended from its first process (however
+    deep, whatever session they made), adopted by us, carrying its marker, or running as the
+    run's own ``uid``."""
     me = os.getpid()
-    found = []
     try:
         pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
     except OSError:
         return []
+    parents: dict[int, int] = {}
+    found = set()
     for pid in pids:
         if pid == me or pid in spared:
             continue
@@ -103,9 +114,46 @@ def stray_processes(session: int, marker: str, spared: set[int]) -> list[int]:
         if status is None:
             continue
         parent, sid = status
-        if sid == session or parent == me or _carries_marker(pid, marker):
-            found.append(pid)
-    return found
+        parents[pid] = parent
+        if (sid == session or parent == me or _carries_marker(pid, marker)
+                or (uid is not None and _real_uid(pid) == uid)):
+            found.add(pid)
+    # the descendants of the run's first process and of everything found so far
+    roots, grew = found | {session}, True
+    while grew:
+        grew = False
+        for pid, parent in parents.items():
+            if parent in roots and pid not in roots:
+                roots.add(pid)
+                found.add(pid)
+                grew = True
+    return sorted(found)
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """The CPU time used so far by ``root`` and every process descended from it (those still
+    running, and those they have reaped), in seconds."""
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return 0.0
+    parents: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for pid in pids:
+        fields = _stat(pid)
+        if fields is None or len(fields) < 15:
+            continue
+        parents[pid] = int(fields[1])
+        # utime, stime, and the children's (reaped) cutime, cstime
+        ticks[pid] = sum(int(x) for x in fields[11:15])
+    tree, grew = {root}, True
+    while grew:
+        grew = False
+        for pid, parent in parents.items():
+            if parent in tree and pid not in tree:
+                tree.add(pid)
+                grew = True
+    return sum(ticks.get(pid, 0) for pid in tree) / os.sysconf("SC_CLK_TCK")
 
 
 #: sessions of runs that were ended here, and processes killed here: their dead are ours to reap
@@ -161,7 +209,8 @@ def own_children() -> set[int]:
     return {pid for pid in pids if (_proc_status(pid) or (0, 0))[0] == me}
 
 
-def kill_run(pid: int, marker: str, spared: set[int], *, settle: bool = True) -> None:
+def kill_run(pid: int, marker: str, spared: set[int], *, settle: bool = True,
+             uid: int | None = None) -> None:
     """SIGKILL the child's process group and every process the run left behind; reap ours.
     ``settle=False`` returns once everything is killed, without waiting for the dying to be
     gone (see ``settle_and_reap``)."""
@@ -173,7 +222,8 @@ def kill_run(pid: int, marker: str, spared: set[int], *, settle: bool = True) ->
     for _ in range(50):
         # the killed may take a while to go (the kernel takes down their namespaces): only a
         # process not yet killed keeps this loop going
-        strays = [s for s in stray_processes(pid, marker, spared | {pid}) if s not in killed]
+        strays = [s for s in stray_processes(pid, marker, spared | {pid}, uid)
+                  if s not in killed]
         if not strays:
             break
         for stray in strays:

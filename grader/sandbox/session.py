@@ -24,7 +24,6 @@ from grader.sandbox.child import Child
 from grader.sandbox.processes import become_subreaper, boot_ticks, reap_zombies, remove_leftovers
 from grader.sandbox.spawn import take_head_start
 
-UNPRIVILEGED_ID = 65534  # the child's user after the uid drop (confine.py)
 OUTPUT_EXCERPT_BYTES = 4096
 REFUSED_MESSAGE = (
     "the submission was not run: no filesystem isolation (mount namespace, Landlock or an "
@@ -46,8 +45,9 @@ class CallPlan(NamedTuple):
     interface: dict[str, Any] | None = None
 
 
-KNOWN_LAYERS = ("pid-namespace", "mount-namespace", "network-namespace", "read-only-root",
-                "unprivileged-uid", "no-capabilities", "landlock", "seccomp")
+KNOWN_LAYERS = ("pid-namespace", "mount-namespace", "network-namespace", "ipc-namespace",
+                "read-only-root", "unprivileged-uid", "no-capabilities", "landlock", "seccomp",
+                "no-ipc")
 
 
 def _strings(value: object, limit: int) -> list[str]:
@@ -97,7 +97,8 @@ def _outcome(probe: Probe, header: dict[str, Any], blob: bytes) -> CallOutcome:
     inputs = tuple(arrays[k] for k in sorted((k for k in arrays if k.startswith("input:")),
                                              key=lambda k: int(k.split(":")[1])))
     seconds = header.get("seconds")
-    traced = _traced_values(header.get("trace"), arrays) if probe.traced else ()
+    traced = (_traced_values(header.get("trace"), arrays)
+              if probe.traced and _traced_run_agrees(arrays) else ())
     return CallOutcome(
         probe.id,
         output=arrays["output"],
@@ -107,6 +108,16 @@ def _outcome(probe: Probe, header: dict[str, Any], blob: bytes) -> CallOutcome:
         seconds=float(seconds) if isinstance(seconds, (int, float)) else 0.0,
         traced=traced,
     )
+
+
+def _traced_run_agrees(arrays: dict[str, Any]) -> bool:
+    """Did the traced rerun return what the graded call did? Code that notices the tracer and
+    computes something else (a decoy line) must not choose the line a report quotes."""
+    import numpy as np
+
+    again, output = arrays.get("trace-output"), arrays["output"]
+    return (again is not None and again.shape == output.shape
+            and bool(np.array_equal(again, output, equal_nan=True)))
 
 
 #: the name ``trace.py`` gives the entry of a line that changed an input in place
@@ -136,7 +147,55 @@ def _traced_values(places: object, arrays: dict[str, Any]) -> tuple[TracedValue,
 
 #: what reading a frame the submission forged can raise: all mean "it broke the channel"
 MALFORMED = (wire.ProtocolError, ValueError, TypeError, KeyError, AttributeError, IndexError,
-             OverflowError, MemoryError)
+             OverflowError, MemoryError, RecursionError)
+
+#: how much longer than its CPU budget a wait may last on the wall clock: the backstop for code
+#: that sleeps or waits, generous so that a loaded machine never decides a verdict
+WALL_FACTOR = 4.0
+#: how often a slow wait looks at the CPU time the run has used
+CPU_POLL_SECONDS = 0.2
+
+
+class Budget:
+    """A run's time. What decides a verdict is the CPU time of the submission's own processes
+    (a loaded machine slows the wall clock, not that); the wall clock, ``WALL_FACTOR`` times as
+    long, only stops code that sleeps or waits, and a call it stops is tried once more."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.total_cpu = limits.total_seconds
+        self.spent_cpu = 0.0  # by the children before the current one
+        self.wall_deadline = time.monotonic() + limits.total_seconds * WALL_FACTOR
+        self.child_cpu = 0.0  # the current child's, when last looked at
+
+    def start_child(self) -> None:
+        self.spent_cpu += self.child_cpu
+        self.child_cpu = 0.0
+
+    def used_up(self) -> bool:
+        return (self.spent_cpu + self.child_cpu >= self.total_cpu
+                or time.monotonic() >= self.wall_deadline)
+
+    def wait(self, child: Child, cpu_seconds: float) -> tuple[dict[str, Any], bytes] | str:
+        """The child's next frame; or why none came: ``"cpu"`` (it used ``cpu_seconds`` of CPU,
+        or the run's CPU budget), ``"wall"`` (the backstop: it waited, slept or was starved).
+        EOFError and ProtocolError as ``Child.next_frame``."""
+        started_cpu = None
+        wall_end = min(time.monotonic() + cpu_seconds * WALL_FACTOR, self.wall_deadline)
+        while True:
+            now = time.monotonic()
+            if now >= wall_end:
+                return "wall"
+            # a frame that comes quickly costs no look at /proc: only slow waits measure
+            frame = child.next_frame(min(wall_end, now + CPU_POLL_SECONDS))
+            if frame is not None:
+                return frame
+            used = child.cpu_seconds()
+            if started_cpu is None:  # (the first look: what came before this wait is not its)
+                started_cpu = used - min(used, CPU_POLL_SECONDS)
+            self.child_cpu = used
+            if used - started_cpu >= cpu_seconds or self.used_up():
+                return "cpu"
+
 
 _one_run_at_a_time = threading.Lock()
 _last_run_started: int | None = None
@@ -170,12 +229,14 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
     if forkserver.in_use():
         layers.append("prewarmed-fork-server")
     info.isolation = tuple(layers)
-    started, started_wall = time.monotonic(), time.time()
-    total_deadline = started + limits.total_seconds
+    started_wall = time.time()
+    budget = Budget(limits)
     base, spawned = take_head_start(reusable=not forkserver.in_use())
     workdir, logdir, newroot = base / "work", base / "log", base / "root"
     outcomes: dict[int, CallOutcome] = {}
     tripped: list[str] = []
+    uids: list[int] = []  # each child's own unprivileged user (as root)
+    starved: set[int] = set()  # calls the wall-clock backstop stopped once: tried again
     try:
         planned: CallPlan | None = None
         attempt = 0
@@ -183,17 +244,19 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
             remaining = [i for i in range(len(planned.probes)) if i not in outcomes] if planned else []
             child = Child(submission, workdir, logdir, newroot, limits, attempt,
                           spawned if attempt == 0 else None)
+            uids.append(child.uid)
+            budget.start_child()
             if prepare is not None and attempt == 0:
                 prepare()
             try:
                 planned = _drive(child, info, plan, planned, remaining, outcomes, tripped,
-                                 limits, total_deadline, first=attempt == 0)
+                                 limits, budget, starved, first=attempt == 0)
             finally:
                 child.stop()
             attempt += 1
             if planned is None or len(outcomes) == len(planned.probes):
                 break
-            out_of_time = time.monotonic() >= total_deadline
+            out_of_time = budget.used_up()
             if attempt > limits.max_restarts or out_of_time:
                 last = outcomes[max(outcomes)] if outcomes else None
                 kind = "timeout" if out_of_time or last is None else str(last.error_kind)
@@ -206,7 +269,8 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
                 break
         if "unprivileged-uid" in info.isolation and not {"read-only-root", "landlock"} & set(
                 info.isolation):
-            remove_leftovers(UNPRIVILEGED_ID, started_wall)
+            for uid in uids:
+                remove_leftovers(uid, started_wall)
         info.stdout = _excerpt(logdir)
         if tripped:
             info.forbidden = sorted(set(tripped))[:10]
@@ -219,12 +283,11 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
 def _drive(child: Child, info: RunInfo, plan: Planner,
            planned: CallPlan | None, remaining: list[int],
            outcomes: dict[int, CallOutcome], tripped: list[str], limits: Limits,
-           total_deadline: float, first: bool) -> CallPlan | None:
+           budget: Budget, starved: set[int], first: bool) -> CallPlan | None:
     """Talk to one child until it is done, hangs or dies; return the plan (made on first load)."""
-    import_deadline = min(time.monotonic() + limits.import_seconds, total_deadline)
     try:
-        frame = child.next_frame(import_deadline)
-        if frame is not None and frame[0].get("type") == "hardened":
+        frame = budget.wait(child, limits.import_seconds)
+        if not isinstance(frame, str) and frame[0].get("type") == "hardened":
             hardened = frame[0]
             if first:  # sent before the submission runs, so the submission cannot forge it
                 layers = hardened.get("layers")
@@ -233,17 +296,16 @@ def _drive(child: Child, info: RunInfo, plan: Planner,
             if hardened.get("refused"):
                 info.fatal = GraderError("isolation-unavailable", REFUSED_MESSAGE)
                 return None
-            frame = child.next_frame(import_deadline)
+            frame = budget.wait(child, limits.import_seconds)
     except (EOFError, wire.ProtocolError):
-        frame = None
+        frame = "lost"
         if first:
             kind, message = child.death_kind()
             info.fatal = GraderError(kind, message.replace("during the call", "while loading"))
             return None
-    if frame is None:
+    if isinstance(frame, str):
         if first:
-            info.fatal = GraderError(
-                "timeout", f"loading the submission took longer than {limits.import_seconds:g} s")
+            info.fatal = GraderError("timeout", _load_timeout_message(frame, limits))
             return None
         for i in remaining:
             outcomes[i] = CallOutcome(planned.probes[i].id, "timeout",  # type: ignore[union-attr]
@@ -266,9 +328,8 @@ def _drive(child: Child, info: RunInfo, plan: Planner,
     function, probes, calling = CallPlan(*planned)
     child.send(wire.encode_calls(function, [probes[i] for i in remaining], calling))
     for position, index in enumerate(remaining):
-        deadline = min(time.monotonic() + limits.call_seconds, total_deadline)
         try:
-            frame = child.next_frame(deadline)
+            frame = budget.wait(child, limits.call_seconds)
         except (EOFError, wire.ProtocolError) as exc:
             if isinstance(exc, wire.ProtocolError):
                 kind, message = "crashed", f"the submission broke the result channel ({exc})"
@@ -276,10 +337,12 @@ def _drive(child: Child, info: RunInfo, plan: Planner,
                 kind, message = child.death_kind()
             outcomes[index] = CallOutcome(probes[index].id, kind, message)
             return planned
-        if frame is None:
-            outcomes[index] = CallOutcome(
-                probes[index].id, "timeout",
-                f"the call did not return within {limits.call_seconds:g} s")
+        if isinstance(frame, str):
+            if frame == "wall" and index not in starved:
+                starved.add(index)  # not reported yet: a new child tries this call again
+            else:
+                outcomes[index] = CallOutcome(probes[index].id, "timeout",
+                                              _call_timeout_message(frame, limits))
             return planned
         header, blob = frame
         tripped.extend(_strings(header.get("tripped"), 10))
@@ -294,6 +357,21 @@ def _drive(child: Child, info: RunInfo, plan: Planner,
                                           f"the submission broke the result channel ({exc})")
             return planned
     return planned
+
+
+def _load_timeout_message(why: str, limits: Limits) -> str:
+    if why == "wall":
+        return (f"loading the submission did not finish within "
+                f"{limits.import_seconds * WALL_FACTOR:g} s, though it was not computing: it "
+                "waited or slept")
+    return f"loading the submission took more than {limits.import_seconds:g} s of CPU time"
+
+
+def _call_timeout_message(why: str, limits: Limits) -> str:
+    if why == "wall":
+        return (f"the call did not return within {limits.call_seconds * WALL_FACTOR:g} s, twice, "
+                "though it was not computing: it waited or slept")
+    return f"the call did not return within {limits.call_seconds:g} s of CPU time"
 
 
 def _excerpt(logdir: Path) -> str:

@@ -157,14 +157,18 @@ class Recorder:
             self.current[key] = (id(value), len(self.values) - 1)
 
 
-def traced(invoke, args, is_student_file):
+def traced(invoke, args, is_student_file, returned=None):
     """Call ``invoke(args)`` under the recorder; return the recorded values (even when the call
-    raises: what was computed before the error is still what it was)."""
+    raises: what was computed before the error is still what it was). What the call returned
+    is appended to ``returned`` (a list), so that the grader can check that the traced run
+    computed what the graded run did: code that behaves otherwise when traced gets no line."""
     recorder = Recorder(is_student_file)
     previous = sys.gettrace()
     sys.settrace(recorder.on_call)
     try:
-        invoke(args)
+        result = invoke(args)
+        if returned is not None:
+            returned.append(result)
     except BaseException:  # noqa: BLE001, S110 - the traced rerun's errors are the first run's
         pass
     finally:

@@ -57,8 +57,9 @@ class FrameReader:
             del self.buffer[:end]
             try:
                 header = json.loads(raw_header)
-            except ValueError as exc:
-                raise ProtocolError("header is not JSON") from exc
+            except (ValueError, RecursionError, MemoryError) as exc:
+                # (RecursionError: a header nested deeper than the parser goes)
+                raise ProtocolError(f"header is not JSON ({type(exc).__name__})") from None
             if not isinstance(header, dict):
                 raise ProtocolError("header is not an object")
             frames.append((header, blob))

@@ -46,7 +46,10 @@ KEPT_OUTPUT_BYTES = 64 * 1024
 #: a traced rerun shares the call's deadline: code this slow on a small test input is not traced
 TRACE_ONLY_BELOW_SECONDS = 0.25
 STUDENT_FILE_MARK = "submission"
+#: a notebook cell may wait this many times its CPU budget on the wall clock
+CELL_WALL_FACTOR = 4
 _student_files = {"<submission>"}
+_run_limits = {}  # this run's limits, to name the one an error comes from
 _write = os.write
 _read = os.read
 _asarray = np.asarray
@@ -200,10 +203,37 @@ def error_kind(exc):
         return "memory-limit"
     if isinstance(exc, CellTimeout):
         return "timeout"
-    if isinstance(exc, ModuleNotFoundError) and exc.name and exc.name.split(".")[0] not in (
-            "grader", "reference"):
+    if (isinstance(exc, ModuleNotFoundError) and exc.name
+            and exc.name.split(".")[0] not in ("grader", "reference")
+            and not _installed(exc.name.split(".")[0])):
         return "missing-dependency"
     return "runtime-error"
+
+
+def _installed(top):
+    """Is the package there? (An import that failed half-way, for want of memory or time, or
+    inside the package, is not a missing package.)"""
+    try:
+        return importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+#: what an OSError's errno says about a limit of the run
+LIMIT_ERRORS = {
+    28: "the run's disk space ({disk_mb} MB for its folder and /tmp together) is used up",
+    27: "a file reached the size limit of {fsize_mb} MB",
+    122: "the run's disk quota is used up",
+}
+
+
+def limit_note(exc, limits):
+    """A sentence naming the limit an error comes from ('' when it comes from none)."""
+    template = LIMIT_ERRORS.get(getattr(exc, "errno", None)) if isinstance(exc, OSError) else None
+    if template is None:
+        return ""
+    return template.format(disk_mb=limits.get("disk_mb", "?"),
+                           fsize_mb=(limits.get("fsize_bytes") or 0) >> 20) + ": "
 
 
 def dependency_message(exc):
@@ -243,21 +273,27 @@ def execute_sources(setup, namespace):
             errors.append({"kind": "syntax-error", "where": where, "message": message[-1000:]})
             continue
         if is_notebook and cell_seconds:
-            signal.setitimer(signal.ITIMER_REAL, cell_seconds)
+            # CPU time decides (a loaded machine must not stop a cell); the wall clock, four
+            # times as long, stops a cell that sleeps or waits
+            signal.setitimer(signal.ITIMER_PROF, cell_seconds)
+            signal.setitimer(signal.ITIMER_REAL, cell_seconds * CELL_WALL_FACTOR)
         try:
             exec(code, namespace)
         except CellTimeout:
             errors.append({"kind": "timeout", "where": where,
-                           "message": f"{where} ran longer than {cell_seconds:g} s and was stopped"})
+                           "message": f"{where} used more than {cell_seconds:g} s of CPU time "
+                                      f"(or waited {cell_seconds * CELL_WALL_FACTOR:g} s) and "
+                                      "was stopped"})
         except BaseException as exc:  # noqa: BLE001 - a student cell may raise anything
             kind = error_kind(exc)
             message = (dependency_message(exc) if kind == "missing-dependency"
-                       else student_traceback(exc))
+                       else limit_note(exc, setup["limits"]) + student_traceback(exc))
             if kind == "memory-limit":
                 message = memory_message(setup["limits"], exc)
             errors.append({"kind": kind, "where": where, "message": message})
         finally:
             if is_notebook and cell_seconds:
+                signal.setitimer(signal.ITIMER_PROF, 0)
                 signal.setitimer(signal.ITIMER_REAL, 0)
     return None, errors
 
@@ -323,7 +359,7 @@ def run_call(function, call, arrays, blob, spec=None, task=None):
     except WrongReturn as exc:
         return {"status": "wrong-shape", "message": str(exc)}, []
     except BaseException as exc:  # noqa: BLE001 - student code may raise anything, even SystemExit
-        message = student_traceback(exc)
+        message = limit_note(exc, _run_limits) + student_traceback(exc)
         if isinstance(exc, SystemExit):
             message = f"the function called sys.exit({exc.code!r})"
         return {"status": error_kind(exc), "message": message}, []
@@ -344,10 +380,13 @@ def trace_call(invoke, call, arrays, blob, parts):
     """Call again on fresh copies of the inputs, recording the intermediate arrays (see
     ``trace.py``); their places go in the answer, the arrays into ``parts``."""
     args, _ = build_args(call, arrays, blob)
-    places = []
-    for filename, line, depth, name, array in tracing.traced(invoke, args, is_student_file):
+    places, returned = [], []
+    for filename, line, depth, name, array in tracing.traced(invoke, args, is_student_file,
+                                                             returned):
         places.append({"file": filename, "line": line, "depth": depth, "name": name})
         parts.append((f"trace:{len(places) - 1}", array))
+    if returned:  # the traced run's own answer: the grader quotes only a run that agrees
+        parts.append(("trace-output", returned[0][0]))
     return places
 
 
@@ -363,11 +402,13 @@ def serve(request_fd, result_fd):
     channel = Channel(result_fd, setup["nonce"])
     _student_files.add(setup["filename"])
     apply_limits(setup["limits"])
+    _run_limits.update(setup["limits"])
 
     def on_alarm(signum, frame):
         raise CellTimeout()
 
     signal.signal(signal.SIGALRM, on_alarm)
+    signal.signal(signal.SIGPROF, on_alarm)
     options = setup["confine"]
     layers = confinement.confine(options, needed=(sys.executable, os.path.dirname(os.__file__),
                                                   os.path.dirname(np.__file__)))
