@@ -36,21 +36,33 @@ GRADER_ROOT = Path(sandbox.__file__).resolve().parents[2]  # holds grader/ and r
 FILESYSTEM_LAYERS = {"read-only-root", "landlock", "unprivileged-uid"}
 
 
-@pytest.fixture(autouse=True, params=["all-layers", "no-namespaces", "fork-server"])
+#: the layers each mode refuses the child (the CI also runs this file where the kernel itself
+#: refuses namespaces, and Landlock, see tests/restricted.py)
+MODES = {"all-layers": "", "no-namespaces": "namespaces",
+         # (as root: the uid drop is the only file system layer; otherwise the grader refuses)
+         "uid-only": "namespaces,landlock", "fork-server": ""}
+
+
+@pytest.fixture(autouse=True, params=list(MODES))
 def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
-    if request.param == "no-namespaces":
-        monkeypatch.setenv(SKIP_LAYERS_VARIABLE, "namespaces")
+    if MODES[request.param]:
+        monkeypatch.setenv(SKIP_LAYERS_VARIABLE, MODES[request.param])
     sandbox.use_fork_server(request.param == "fork-server")
     yield request.param
     sandbox.use_fork_server(False)
 
 
-def _grade(tmp_path: Path, source: str, name: str = "attention.py", **options) -> dict:
+def _grade(tmp_path: Path, source: str, name: str = "attention.py", *,
+           refusal_skips: bool = True, **options) -> dict:
+    """Grade ``source``; a mode the grader refuses here (no filesystem layer) skips the test,
+    unless the refusal is what it looks at."""
     path = tmp_path / "submission" / name
     path.parent.mkdir(exist_ok=True)
     path.write_text(source)
     report = grade(path, assignment="attention", **options)
     validate(report)
+    if refusal_skips and [e["kind"] for e in report["errors"]] == ["isolation-unavailable"]:
+        pytest.skip("no filesystem layer in this mode here: the grader refuses to run")
     return report
 
 
@@ -130,8 +142,12 @@ def test_no_file_outlives_the_run(tmp_path: Path) -> None:
     assert report["score"] == report["max_score"]
 
 
-def test_no_process_outlives_a_deep_chain_of_children(tmp_path: Path) -> None:
+@pytest.mark.parametrize("environment", ["kept", "cleared"])
+def test_no_process_outlives_a_deep_chain_of_children(tmp_path: Path, environment: str) -> None:
+    """31 sleeping processes, each in a session of its own; "cleared": without the run's marker
+    in their environment either."""
     tag = f"ag-chain-{os.getpid()}-{time.monotonic_ns()}"
+    env = "{}" if environment == "cleared" else "os.environ"
     chain = textwrap.dedent(f"""\
         import os, time
         def descend(depth):
@@ -139,14 +155,15 @@ def test_no_process_outlives_a_deep_chain_of_children(tmp_path: Path) -> None:
                 os.setsid()
                 if depth:
                     descend(depth - 1)
-                os.execv("/bin/sleep", [{tag!r}, "300"])
+                os.execve("/bin/sleep", [{tag!r}, "300"], {env})
         try:
             descend(30)
         except OSError:
             pass
         """)
     report = _grade(tmp_path, chain + CORRECT)
-    assert report["score"] == report["max_score"]
+    _isolated(report)
+    assert report["score"] == report["max_score"], report["errors"]
     time.sleep(0.2)
     left = []
     for name in os.listdir("/proc"):
@@ -389,7 +406,7 @@ def test_without_filesystem_isolation_the_grader_refuses_unless_told(
     from grader.config import DEFAULT_LIMITS
 
     monkeypatch.setenv(SKIP_LAYERS_VARIABLE, "namespaces,landlock,unprivileged-uid")
-    report = _grade(tmp_path, CORRECT)
+    report = _grade(tmp_path, CORRECT, refusal_skips=False)
     if not os.access(GRADER_ROOT / "grader", os.W_OK):
         pytest.skip("the grader's files are not writable by its user here: nothing to refuse")
     assert report["status"] == "error" and report["score"] == 0
@@ -410,8 +427,12 @@ def test_without_filesystem_isolation_the_grader_refuses_unless_told(
 def test_mode_layers_are_what_the_mode_says(tmp_path: Path, mode: str) -> None:
     report = _grade(tmp_path, CORRECT)
     layers = set(report["metadata"]["isolation"])
-    if mode == "no-namespaces":
-        assert not layers & {"pid-namespace", "mount-namespace", "read-only-root"}
+    if mode in ("no-namespaces", "uid-only"):
+        assert not layers & {"pid-namespace", "mount-namespace", "read-only-root",
+                             "ipc-namespace"}
+        assert "no-ipc" in layers or "seccomp" not in layers
+    if mode == "uid-only":
+        assert "landlock" not in layers
     elif "mount-namespace" in layers:  # its own root is built wherever the namespace is had
         assert "read-only-root" in layers
     assert report["score"] == report["max_score"]
@@ -423,8 +444,8 @@ def test_a_submission_cannot_reach_its_classmates_in_a_batch(tmp_path: Path, mod
     write into its classmates' folder and reports, and to poison the fork server's memory."""
     from grader.batch import discover, run_batch
 
-    if mode != "all-layers":
-        pytest.skip("batch grading always uses the fork server; one mode is enough")
+    if mode == "fork-server":
+        pytest.skip("batch grading always uses the fork server: the other modes cover it")
     folder = tmp_path / "class"
     folder.mkdir()
     out = tmp_path / "out"
@@ -466,9 +487,328 @@ def test_a_submission_cannot_reach_its_classmates_in_a_batch(tmp_path: Path, mod
         """) + CORRECT)
     result = run_batch(discover([str(folder)]), "attention", out, jobs=2)
     assert result.graded == 7
+    _isolated(json.loads((out / "ann.json").read_text()))
     for name in ("ann", "bob", "cyd", "dan", "fay", "gus"):
         assert (folder / f"{name}.py").read_text() == CORRECT
         report = json.loads((out / f"{name}.json").read_text())
         assert report["score"] == report["max_score"], (name, report["errors"])
     eve = json.loads((out / "eve.json").read_text())
     assert "killed 0" in eve["metadata"].get("stdout", "")
+
+
+# -- round three: IPC, links, frames, partial layers, tracing, budgets -------------------------
+
+_SYSV = textwrap.dedent("""\
+    import ctypes, os
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+    """)
+
+
+def test_shared_memory_and_message_queues_do_not_connect_runs(tmp_path: Path) -> None:
+    """One run leaves answers in System V shared memory, a message queue and a POSIX queue; the
+    next run (a classmate) looks for them."""
+    key = 0x4147_0000 + os.getpid() % 0xFFFF
+    queue = f"/ag-attack-{os.getpid()}"
+    leave = _SYSV + textwrap.dedent(f"""\
+        shm = libc.shmget({key}, 4096, 0o1666)
+        if shm >= 0:
+            address = libc.shmat(shm, None, 0)
+            if address not in (None, ctypes.c_void_p(-1).value):
+                ctypes.memmove(address, b"ANSWERS", 7)
+                print("left-shm")
+        if libc.msgget({key + 1}, 0o1666) >= 0:
+            print("left-msg")
+        librt = ctypes.CDLL("librt.so.1", use_errno=True)
+        if librt.mq_open({queue.encode()!r}, os.O_CREAT | os.O_RDWR, 0o666, None) >= 0:
+            print("left-mq")
+        """)
+    look = _SYSV + textwrap.dedent(f"""\
+        shm = libc.shmget({key}, 0, 0)
+        if shm >= 0:
+            address = libc.shmat(shm, None, 0)
+            if address not in (None, ctypes.c_void_p(-1).value):
+                print("found", ctypes.string_at(address, 7))
+        if libc.msgget({key + 1}, 0) >= 0:
+            print("found-msg")
+        librt = ctypes.CDLL("librt.so.1", use_errno=True)
+        if librt.mq_open({queue.encode()!r}, os.O_RDWR, 0, None) >= 0:
+            print("found-mq")
+        """)
+    first = _grade(tmp_path, leave + CORRECT)
+    _isolated(first)
+    second = _grade(tmp_path, look + CORRECT)
+    assert "found" not in second["metadata"].get("stdout", ""), second["metadata"]["stdout"]
+    assert second["score"] == second["max_score"]
+    sysv = Path("/proc/sysvipc/shm")
+    if sysv.exists():
+        assert f"{key:>10}" not in sysv.read_text() and str(key) not in sysv.read_text().split()
+    assert not Path(f"/dev/mqueue{queue}").exists()
+
+
+def test_a_link_to_a_classmates_file_is_not_followed_in_a_batch(tmp_path: Path,
+                                                                 mode: str) -> None:
+    from grader.batch import discover, run_batch
+
+    if mode != "all-layers":
+        pytest.skip("the grader's own reading: one mode is enough")
+    folder, out = tmp_path / "class", tmp_path / "out"
+    (folder / "ann").mkdir(parents=True)
+    (folder / "ann" / "attention.py").write_text(CORRECT)
+    (folder / "mal").mkdir()
+    (folder / "mal" / "attention.py").symlink_to("../ann/attention.py")
+    (folder / "bob.py").symlink_to(folder / "ann" / "attention.py")
+    run_batch(discover([str(folder)]), "attention", out, jobs=1)
+    assert json.loads((out / "ann.json").read_text())["score"] == 10
+    for copier in ("mal", "bob"):
+        report = json.loads((out / f"{copier}.json").read_text())
+        assert report["score"] == 0 and report["status"] == "error", copier
+
+
+def test_a_link_to_a_secret_never_reaches_the_report(tmp_path: Path, mode: str) -> None:
+    """A 0600 credential of the grader's user, linked from the submission: its text must not
+    come back through a syntax error, in any entry point that reads a submission."""
+    from grader import gradescope
+    from grader.render import RENDERERS
+
+    if mode != "all-layers":
+        pytest.skip("the grader's own reading: one mode is enough")
+    secret = tmp_path / "home" / ".token"
+    secret.parent.mkdir()
+    secret.write_text("ghp_THE_TOKEN_LINE = 1 +\n")
+    secret.chmod(0o600)
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    (submission / "attention.py").symlink_to(secret)
+    report = grade(submission / "attention.py", assignment="attention")
+    validate(report)
+    assert "THE_TOKEN" not in json.dumps(report)
+    assert report["status"] == "error"
+    results = gradescope.run(tmp_path, {"assignment": "attention", "seed": 0})
+    assert "THE_TOKEN" not in results.read_text()
+    action = run_cli("check", str(submission / "attention.py"))
+    assert "THE_TOKEN" not in action.stdout + action.stderr
+    assert "THE_TOKEN" not in RENDERERS["text"](report)
+
+
+@pytest.mark.parametrize("malformed", ["deep", "wide", "type"])
+def test_any_malformed_frame_is_a_crash_of_that_submission(tmp_path: Path,
+                                                           malformed: str) -> None:
+    header = {"deep": "'[' * 600_000",
+              "wide": "'{\"a\": 1' + ', \"a\": 1' * 120_000 + '}'",
+              "type": "'[1, 2, 3]'"}[malformed]
+    source = textwrap.dedent(f"""\
+        import gc, os, struct
+        def scaled_dot_product_attention(Q, K, V, mask=None):
+            channel = next(o for o in gc.get_objects()
+                           if type(o).__name__ == "Channel" and hasattr(o, "nonce"))
+            payload = ({header}).encode()
+            os.write(channel.fd, struct.pack("<4sIQ", b"AGF1", len(payload), 0) + payload)
+            os._exit(0)
+        """)
+    report = _grade(tmp_path, source)
+    assert "crashed" in [e["kind"] for e in report["errors"]], report["errors"]
+    assert report["score"] == 0
+
+
+def test_a_correct_submission_may_write_in_its_own_folder(tmp_path: Path) -> None:
+    """Each layer is set up as intended or named missing, never silently partial (the uid drop
+    once came before Landlock's rules, which then left out the run's own folder)."""
+    writes = textwrap.dedent("""\
+        import os
+        open("notes.txt", "w").write("scratch")
+        os.makedirs("plots", exist_ok=True)
+        open(os.path.join("plots", "a.txt"), "w").write("x")
+        """)
+    call = ("\n_right = scaled_dot_product_attention\n"
+            "def scaled_dot_product_attention(Q, K, V, mask=None):\n"
+            "    open('calls.log', 'a').write('.')\n"
+            "    return _right(Q, K, V, mask)\n")
+    report = _grade(tmp_path, writes + CORRECT + call)
+    _isolated(report)
+    assert report["errors"] == [] and report["score"] == report["max_score"]
+
+
+def test_a_run_cannot_signal_or_read_a_concurrent_run(tmp_path: Path, mode: str) -> None:
+    """Two gradings at once (as ``--jobs 2`` has): the second looks for the first's worker,
+    reads its /proc entries and kills it."""
+    import subprocess
+    import sys
+
+    if mode == "fork-server":
+        pytest.skip("covered by the batch test")
+    victim_source = ("import time\n" + CORRECT +
+                     "\n_right = scaled_dot_product_attention\n"
+                     "def scaled_dot_product_attention(Q, K, V, mask=None):\n"
+                     "    time.sleep(0.1)\n    return _right(Q, K, V, mask)\n")
+    attacker = textwrap.dedent("""\
+        import os, signal, time
+        hits = []
+        def pids():
+            try:
+                return os.listdir("/proc")
+            except OSError:
+                return []
+        for _ in range(60):
+            for name in pids():
+                if not name.isdigit() or int(name) in (os.getpid(), 1):
+                    continue
+                try:
+                    line = open(f"/proc/{name}/cmdline", "rb").read()
+                except OSError:
+                    continue
+                if b"worker.py" not in line:
+                    continue
+                for what in ("environ", "cwd/attention.py"):
+                    try:
+                        open(f"/proc/{name}/{what}", "rb").read()
+                        hits.append("read " + what)
+                    except OSError:
+                        pass
+                try:
+                    os.kill(int(name), signal.SIGKILL)
+                    hits.append("killed")
+                except OSError:
+                    pass
+            time.sleep(0.03)
+        print("hits", len(hits), sorted(set(hits)))
+        """)
+    victim_path = tmp_path / "victim" / "attention.py"
+    victim_path.parent.mkdir()
+    victim_path.write_text(victim_source)
+    victim = subprocess.Popen([sys.executable, "-m", "grader", "grade", str(victim_path),
+                               "-a", "attention"], stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.3)
+        report = _grade(tmp_path, attacker + CORRECT)
+    finally:
+        out, _ = victim.communicate(timeout=120)
+    _isolated(report)
+    assert "hits 0" in report["metadata"]["stdout"], report["metadata"]["stdout"]
+    victim_report = json.loads(out)
+    assert victim_report["score"] == victim_report["max_score"], victim_report["errors"]
+
+
+def test_the_hidden_seed_is_on_no_command_line_a_run_can_read(tmp_path: Path) -> None:
+    attack = textwrap.dedent("""\
+        import os
+        try:
+            pids = os.listdir("/proc")
+        except OSError:
+            pids = []
+        for name in pids:
+            if name.isdigit():
+                try:
+                    line = open(f"/proc/{name}/cmdline", "rb").read()
+                except OSError:
+                    continue
+                if b"--seed" in line or b"918273" in line:
+                    print("SEEN", line[:200])
+        """)
+    path = tmp_path / "submission" / "attention.py"
+    path.parent.mkdir()
+    path.write_text(attack + CORRECT)
+    result = run_cli("grade", str(path), "--seed", "918273", "-a", "attention")
+    report = json.loads(result.stdout)
+    assert report["metadata"]["seed"] == 918273
+    if not set(report["metadata"].get("isolation", [])) & FILESYSTEM_LAYERS:
+        pytest.skip("no filesystem layer here: the grader refuses to run")
+    assert "SEEN" not in report["metadata"].get("stdout", "")
+    assert report["score"] == report["max_score"]
+
+
+_DECOY = textwrap.dedent("""\
+    import sys
+    import numpy as np
+    def scaled_dot_product_attention(Q, K, V, mask=None):
+        d_k = Q.shape[-1]
+        if sys.gettrace() is not None:
+            decoy = Q @ np.swapaxes(K, -1, -2) / d_k{changed}
+            scores = decoy
+        else:
+            scores = Q @ np.swapaxes(K, -1, -2) / d_k
+        if mask is not None:
+            scores = np.where(mask, scores, -1e9)
+        scores = scores - scores.max(axis=-1, keepdims=True)
+        weights = np.exp(scores)
+        weights = weights / weights.sum(axis=-1, keepdims=True)
+        return weights @ V, weights
+    """)
+
+
+@pytest.mark.parametrize("changed", ["", " * 1.5"])
+def test_a_decoy_line_for_the_tracer_is_never_quoted(tmp_path: Path, changed: str) -> None:
+    """Code that notices the tracer and takes another path (line 6, which the graded run never
+    executes), computing the same or something else: the report never quotes the decoy."""
+    report = _grade(tmp_path, _DECOY.format(changed=changed))
+    found = {m["id"]: m for m in report["misconceptions"]}
+    assert "scale-by-dk" in found
+    location = found["scale-by-dk"].get("location") or {}
+    assert location.get("line") != 6, location
+    if not changed:  # the traced run took the graded path: its line is quoted
+        assert location.get("line") == 9, location
+
+
+def test_what_a_run_writes_is_bounded_and_named(tmp_path: Path) -> None:
+    """Writing far past the run's disk budget into its private /tmp: stopped, said, and gone."""
+    from dataclasses import replace
+
+    from grader.config import DEFAULT_LIMITS
+
+    writer = textwrap.dedent("""\
+        import os, tempfile
+        chunk = b"x" * (1 << 20)
+        written = 0
+        try:
+            for i in range(600):
+                with open(os.path.join(tempfile.gettempdir(), f"fill{i}"), "wb") as out:
+                    out.write(chunk * 4)
+                written += 4
+        except OSError as exc:
+            print("stopped", written, exc.errno)
+        """)
+    limits = replace(DEFAULT_LIMITS, disk_mb=64)
+    report = _grade(tmp_path, writer + CORRECT, limits=limits)
+    _isolated(report)
+    if "read-only-root" not in report["metadata"]["isolation"]:
+        pytest.skip("no run of its own file system here: what it writes is bounded per file")
+    out = report["metadata"]["stdout"]
+    assert "stopped" in out and int(out.split()[1]) <= 64, out
+    assert report["score"] == report["max_score"]
+    failing = writer.replace("except OSError", "except ZeroDivisionError")
+    report = _grade(tmp_path, failing + CORRECT, limits=limits)
+    assert "disk space (64 MB" in json.dumps(report["errors"])
+
+
+def test_busy_processes_share_one_cpu_budget(tmp_path: Path) -> None:
+    """Twelve busy processes started by the call: the run is charged for all of them, and
+    nothing of them is left."""
+    from grader.config import Limits
+
+    tag = f"ag-busy-{os.getpid()}-{time.monotonic_ns()}"
+    source = CORRECT + textwrap.dedent(f"""\
+        _right = scaled_dot_product_attention
+        def scaled_dot_product_attention(Q, K, V, mask=None):
+            import os, sys
+            for _ in range(12):
+                if os.fork() == 0:
+                    os.execv(sys.executable, [sys.executable, "-c", "while True: pass", {tag!r}])
+            while True:
+                pass
+        """)
+    started = time.monotonic()
+    report = _grade(tmp_path, source, limits=Limits(call_seconds=1, total_seconds=4,
+                                                    import_seconds=5))
+    assert time.monotonic() - started < 4 * 4 + 10
+    assert "timeout" in [e["kind"] for e in report["errors"]]
+    time.sleep(0.3)
+    left = [n for n in os.listdir("/proc") if n.isdigit() and _cmdline_has(n, tag)]
+    assert left == []
+
+
+def _cmdline_has(pid: str, tag: str) -> bool:
+    try:
+        return tag.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False

@@ -163,7 +163,11 @@ def traced(invoke, args, is_student_file, returned=None):
     is appended to ``returned`` (a list), so that the grader can check that the traced run
     computed what the graded run did: code that behaves otherwise when traced gets no line."""
     recorder = Recorder(is_student_file)
-    previous = sys.gettrace()
+    gettrace = sys.gettrace
+    previous = gettrace()
+    # the call sees what the graded call saw: no tracer (code that looks for one, to show the
+    # tracer a decoy line, takes the graded path; what else differs, the grader checks)
+    sys.gettrace = lambda: previous
     sys.settrace(recorder.on_call)
     try:
         result = invoke(args)
@@ -173,4 +177,5 @@ def traced(invoke, args, is_student_file, returned=None):
         pass
     finally:
         sys.settrace(previous)
+        sys.gettrace = gettrace
     return [v for v in recorder.values if v[0] not in (None, CHANGED_INPUT)]
