@@ -363,6 +363,16 @@ def _collect(future: Any, job: Job) -> dict[str, Any]:
         return report
 
 
+#: what makes a spreadsheet read a cell as a formula (OWASP's "CSV injection")
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+
+
+def spreadsheet_text(value: object) -> str:
+    """A student-controlled name as a CSV cell that no spreadsheet evaluates."""
+    text = str(value)
+    return "'" + text if text.startswith(_FORMULA_STARTS) else text
+
+
 def write_summaries(rows: Sequence[dict[str, Any]], out_dir: Path, assignment: str) -> None:
     from grader.class_report import write_class_report
     from grader.files import write_atomically
@@ -374,8 +384,9 @@ def write_summaries(rows: Sequence[dict[str, Any]], out_dir: Path, assignment: s
     writer.writerow(["student", "submission", "status", "score", "max_score", "misconceptions",
                      "errors", "report"])
     for row in rows:
-        writer.writerow([row["student"], row["submission"], row["status"], row["score"],
-                         row["max_score"], " ".join(row["misconceptions"]),
-                         " ".join(row["errors"]), row["report"]])
+        writer.writerow([spreadsheet_text(row["student"]), spreadsheet_text(row["submission"]),
+                         row["status"], row["score"], row["max_score"],
+                         " ".join(row["misconceptions"]), " ".join(row["errors"]),
+                         spreadsheet_text(row["report"])])
     write_atomically(out_dir / "summary.csv", buffer.getvalue())
     write_class_report(rows, out_dir, assignment)

@@ -71,6 +71,8 @@ def _percent(share: float) -> str:
 
 
 def markdown(stats: dict[str, Any]) -> str:
+    from grader.render.markdown import inline  # student names are shown, never applied
+
     top = stats["max_score"]
     lines = [
         f"# Class report: `{stats['assignment']}`", "",
@@ -90,10 +92,10 @@ def markdown(stats: dict[str, Any]) -> str:
         lines += [f"### `{item['id']}`: {item['title']}", "",
                   f"{_students(item['count'])} ({_percent(item['share'])}). Question bank: {bank}.",
                   "", item["explanation"], "",
-                  "Students: " + ", ".join(item["students"]), ""]
+                  "Students: " + ", ".join(map(inline, item["students"])), ""]
     if stats["no_misconception_but_wrong"]:
         lines += ["Lost points without a catalogued misconception (read their reports): "
-                  + ", ".join(stats["no_misconception_but_wrong"]), ""]
+                  + ", ".join(map(inline, stats["no_misconception_but_wrong"])), ""]
     lines += ["## Checks: pass rate", "", "| check | category | pass rate |", "|---|---|---|"]
     lines += [f"| `{c['id']}` | {c['category']} | {_percent(c['pass_rate'])} |"
               for c in stats["checks"]]

@@ -285,3 +285,40 @@ def test_a_worker_dying_mid_grading_costs_only_its_submission(tmp_path: Path) ->
     rows = json.loads(done.stdout.splitlines()[-1])
     assert rows["ann"] == rows["bob"] == rows["cyd"] == [10.0, []]
     assert rows["eve"] == [0.0, ["crashed"]]
+
+
+def test_student_names_are_shown_never_applied_in_class_outputs(tmp_path: Path) -> None:
+    """Folder names are the students': no Markdown link or emphasis in summary.md, no formula
+    in summary.csv, escaped in the HTML report."""
+    import csv
+
+    folder = tmp_path / "class"
+    names = ["o_brien_[evil](x.y)_*bold*", "=1+2", "@SUM(A1)", "<b>x"]
+    for name in names:
+        (folder / name).mkdir(parents=True)
+        shutil.copy(ATTENTION / "scale_by_dk.py", folder / name / "attention.py")
+    out = tmp_path / "out"
+    run_batch(discover([str(folder)]), "attention", out, jobs=1)
+    summary = (out / "summary.md").read_text()
+    assert "[evil](x.y)" not in summary and "_*bold*" not in summary
+    assert "<b>" not in summary and "<b>" not in (out / "report.html").read_text()
+    cells = [row[0] for row in csv.reader(io.StringIO((out / "summary.csv").read_text()))][1:]
+    assert sorted(cells) == sorted(["'=1+2", "'@SUM(A1)", "<b>x",
+                                    "o_brien_[evil](x.y)_*bold*"])
+
+
+def test_a_batch_leaves_nothing_in_the_temporary_folder(tmp_path: Path) -> None:
+    import os
+
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for name in ("ann", "bob", "cyd"):
+        shutil.copy(ATTENTION / "correct_matmul.py", folder / f"{name}.py")
+    result = subprocess.run([sys.executable, "-m", "grader", "batch", str(folder), "-a",
+                             "attention", "--out", str(tmp_path / "out"), "--jobs", "2"],
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "TMPDIR": str(temporary)})
+    assert result.returncode == 0, result.stderr
+    assert list(temporary.iterdir()) == []

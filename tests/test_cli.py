@@ -91,8 +91,9 @@ def test_batch_grades_each_submission_separately(tmp_path: Path) -> None:
             validate(json.loads(report.read_text()))
 
 
-def _workers() -> set[int]:
-    """Live worker interpreters on this machine (``grader/sandbox/worker.py``)."""
+def _workers_in(folder: Path) -> set[int]:
+    """Live worker interpreters whose run folder is inside ``folder``: this test's own (each
+    command below gets a temporary directory of its own), whatever else runs on the machine."""
     import os
 
     found = set()
@@ -100,9 +101,11 @@ def _workers() -> set[int]:
         try:
             command = Path(f"/proc/{name}/cmdline").read_bytes()
             state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            cwd = os.readlink(f"/proc/{name}/cwd")
         except (OSError, IndexError):
             continue
-        if b"sandbox/worker.py" in command and state not in ("Z", "X"):
+        if (b"sandbox/worker.py" in command and state not in ("Z", "X")
+                and cwd.startswith(str(folder))):
             found.add(int(name))
     return found
 
@@ -110,11 +113,39 @@ def _workers() -> set[int]:
 def test_a_worker_started_ahead_is_gone_when_the_command_stops_early(tmp_path: Path) -> None:
     """`grade` and `check` start their worker before reading the command line; a command
     that then stops (a missing file, a bad option) leaves no worker behind."""
-    before = _workers()
+    import os
+    import subprocess
+    import sys
+
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = {**os.environ, "TMPDIR": str(temporary)}
     for args in (["grade", str(tmp_path / "missing.py")],
-                 ["check", str(SUBMISSIONS / "attention" / "correct_matmul.py"), "--no-such"]):
-        assert run_cli(*args).returncode == 2
-    assert _workers() <= before
+                 ["check", str(SUBMISSIONS / "attention" / "correct_matmul.py"), "--no-such"],
+                 ["check", str(tmp_path / "notes.txt")]):
+        (tmp_path / "notes.txt").write_text("print('ran')\n")
+        result = subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True,
+                                text=True, timeout=120, env=env)
+        assert result.returncode == 2, result.stderr
+        assert "ran" not in result.stdout
+    assert _workers_in(temporary) == set()
+    assert list(temporary.iterdir()) == []
+
+
+def test_only_py_and_ipynb_files_run_in_any_case(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text((SUBMISSIONS / "attention" / "correct_matmul.py").read_text())
+    refused = run_cli("check", str(notes))
+    assert refused.returncode == 2 and ".py file nor an .ipynb" in refused.stderr
+    upper = tmp_path / "class" / "ann" / "Attention.PY"
+    upper.parent.mkdir(parents=True)
+    upper.write_text(notes.read_text())
+    graded = json.loads(run_cli("grade", str(upper)).stdout)
+    assert graded["score"] == graded["max_score"]
+    out = tmp_path / "out"
+    assert run_cli("batch", str(tmp_path / "class"), "-a", "attention", "--out",
+                   str(out)).returncode == 0
+    assert json.loads((out / "ann.json").read_text())["score"] == graded["max_score"]
 
 
 def test_a_graded_submission_exits_with_its_report_written(tmp_path: Path) -> None:

@@ -26,8 +26,8 @@ def test_fixture_gets_exactly_its_misconceptions(path: Path) -> None:
     report = grade(path, assignment=path.parent.name)
     validate(report)
     expected = expected_ids(path)
-    assert sorted(m["id"] for m in report["misconceptions"]) == expected
-    assert report["status"] == "graded"
+    assert sorted(m["id"] for m in report["misconceptions"]) == expected, report["errors"]
+    assert report["status"] == "graded", report["errors"]
     if expected:
         assert report["score"] < report["max_score"]
         for item in report["misconceptions"]:

@@ -25,7 +25,8 @@ def test_correct_notebook_gets_full_marks(grade_source, assignment: str, fixture
     source = (SUBMISSIONS / assignment / f"{fixture}.py").read_text()
     report = grade_source(notebook(("markdown", "# My solution"), source), "solution.ipynb")
     assert report["assignment"] == assignment
-    assert (report["score"], report["misconceptions"]) == (report["max_score"], [])
+    assert (report["score"], report["misconceptions"]) == (report["max_score"], []), \
+        report["errors"]
 
 
 def test_messy_notebook_still_graded(grade_source) -> None:
