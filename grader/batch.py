@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import glob
 import hashlib
 import io
@@ -285,6 +286,9 @@ def run_batch(entries: Sequence[Entry], assignment: str, out_dir: Path, *, jobs:
     names = [report_name(e.student, taken) for e in entries]
     rows: dict[int, dict[str, Any]] = {}
     todo: list[tuple[int, Job]] = []
+    # every submission of the class is one no other submission may read
+    private = dataclasses.replace(limits, private_paths=tuple(sorted(
+        {str(path.resolve()) for entry in entries for path in entry.files})))
     for index, entry in enumerate(entries):
         key = {"content_sha256": content_hash(entry.files), "grader_version": __version__,
                "assignment": assignment, "seed": seed, "limits": limits.as_dict()}
@@ -294,7 +298,7 @@ def run_batch(entries: Sequence[Entry], assignment: str, out_dir: Path, *, jobs:
             if progress:
                 progress.advance(f"{entry.student}: up to date")
         else:
-            todo.append((index, Job(entry, assignment, seed, limits, key)))
+            todo.append((index, Job(entry, assignment, seed, private, key)))
     peak = 0.0
 
     def record(index: int, job: Job, report: dict[str, Any]) -> None:

@@ -44,6 +44,9 @@ class Limits:
     max_result_mb: int = 64
     #: run code even where no filesystem layer can keep it off the grader's own files
     unsafe_no_fs_isolation: bool = False
+    #: files a submission must not read (a class's other submissions, set by batch): where its
+    #: own uid is its only file system layer, none of them may be readable by every user
+    private_paths: tuple[str, ...] = ()
 
     def for_child(self) -> dict[str, int | float]:
         return {

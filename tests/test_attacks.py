@@ -812,3 +812,38 @@ def _cmdline_has(pid: str, tag: str) -> bool:
         return tag.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
+
+
+def test_a_world_readable_class_folder_lends_no_answers(tmp_path: Path, mode: str) -> None:
+    """A class folder every user may read (0755, files 0644): a submission that reads a
+    classmate's file and runs it gets nothing from it, in every mode (where only its own uid
+    separates them, the grader refuses to run it and says how to make the folder private)."""
+    import shutil
+    import tempfile
+
+    from grader.batch import discover, run_batch
+
+    if mode == "fork-server":
+        pytest.skip("batch grading always uses the fork server: the other modes cover it")
+    folder = Path(tempfile.mkdtemp(prefix="ag-class-", dir="/tmp"))
+    try:
+        folder.chmod(0o755)
+        (folder / "bob.py").write_text(CORRECT)
+        (folder / "eve.py").write_text(_attempt(
+            f"exec(open({str(folder / 'bob.py')!r}).read())\nprint('borrowed')"))
+        for path in folder.iterdir():
+            path.chmod(0o644)
+        out = tmp_path / "out"
+        run_batch(discover([str(folder)]), "attention", out, jobs=1)
+        eve = json.loads((out / "eve.json").read_text())
+        bob = json.loads((out / "bob.json").read_text())
+    finally:
+        shutil.rmtree(folder)
+    assert "borrowed" not in eve["metadata"].get("stdout", "")
+    assert eve["score"] == 0
+    refused = [e["kind"] for e in bob["errors"]] == ["isolation-unavailable"]
+    if not refused:
+        _isolated(bob)
+        assert bob["score"] == bob["max_score"]
+    else:
+        assert "chmod" in bob["errors"][0]["message"] or "--unsafe" in bob["errors"][0]["message"]

@@ -93,6 +93,7 @@ class Child:
                 "require_fs_isolation": not limits.unsafe_no_fs_isolation,
                 "skip": [x for x in os.environ.get(SKIP_LAYERS_VARIABLE, "").split(",") if x],
                 "uid": self.uid,
+                "private_paths": list(limits.private_paths),
                 "disk_bytes": limits.disk_mb << 20,
             },
         }

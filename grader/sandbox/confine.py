@@ -606,5 +606,11 @@ def confine(options, needed):
     return active
 
 
+def only_the_uid_separates(active):
+    """Is the run's own uid its only file system layer (no own root, no Landlock)? Then it can
+    read whatever every user may read."""
+    return "unprivileged-uid" in active and not {"read-only-root", "landlock"} & set(active)
+
+
 def has_filesystem_isolation(active):
     return any(layer in active for layer in FS_LAYERS)

@@ -31,6 +31,12 @@ REFUSED_MESSAGE = (
     "files. Run the grader in a container or as a user that does not own its installation, or "
     "pass --unsafe-no-fs-isolation to run it anyway (only for code you trust)")
 
+CLASSMATES_READABLE_MESSAGE = (
+    "the submission was not run: here its own user is the only layer between it and the other "
+    "submissions (no mount namespace, no Landlock), and they are readable by every user of this "
+    "machine. Make the class folder private to the grader's user (chmod -R go-rwx), or grade "
+    "where namespaces or Landlock are available")
+
 
 #: given what the child found, pick (function name, probes) or None to stop after loading
 Planner = Callable[[RunInfo], "CallPlan | tuple[str, Sequence[Probe]] | None"]
@@ -294,7 +300,10 @@ def _drive(child: Child, info: RunInfo, plan: Planner,
                 layers = [x for x in layers if x in KNOWN_LAYERS] if isinstance(layers, list) else []
                 info.isolation = tuple(dict.fromkeys([*info.isolation, *layers]))
             if hardened.get("refused"):
-                info.fatal = GraderError("isolation-unavailable", REFUSED_MESSAGE)
+                info.fatal = GraderError("isolation-unavailable",
+                                         CLASSMATES_READABLE_MESSAGE
+                                         if hardened.get("refused") == "classmates-readable"
+                                         else REFUSED_MESSAGE)
                 return None
             frame = budget.wait(child, limits.import_seconds)
     except (EOFError, wire.ProtocolError):

@@ -415,8 +415,13 @@ def serve(request_fd, result_fd):
     refused = (options.get("require_fs_isolation")
                and not confinement.has_filesystem_isolation(layers)
                and any(os.access(p, os.W_OK) for p in options.get("forbidden_roots") or ()))
+    if (not refused and options.get("require_fs_isolation")
+            and confinement.only_the_uid_separates(layers)
+            and any(os.access(p, os.R_OK) for p in options.get("private_paths") or ())):
+        refused = "classmates-readable"  # (checked as the run's own uid)
     # sent before any student code runs, so the submission cannot forge it
-    channel.send({"type": "hardened", "layers": layers, "refused": bool(refused)})
+    channel.send({"type": "hardened", "layers": layers,
+                  "refused": refused if isinstance(refused, str) else bool(refused)})
     if refused:
         return
     tripped = []
