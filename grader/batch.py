@@ -291,7 +291,9 @@ def run_batch(entries: Sequence[Entry], assignment: str, out_dir: Path, *, jobs:
         {str(path.resolve()) for entry in entries for path in entry.files})))
     for index, entry in enumerate(entries):
         key = {"content_sha256": content_hash(entry.files), "grader_version": __version__,
-               "assignment": assignment, "seed": seed, "limits": limits.as_dict()}
+               "assignment": assignment, "seed": seed,
+               # (as it reads back from a report's JSON: tuples as lists)
+               "limits": json.loads(json.dumps(limits.as_dict()))}
         existing = _up_to_date(out_dir / names[index], key) if resume else None
         if existing is not None:
             rows[index] = _row(entry, names[index], existing)

@@ -39,7 +39,7 @@ def main() -> int:
         problems.append(f"unknown assignment {assignment!r} (known: {', '.join(registry.ids())})")
     if not submission.is_file():
         problems.append(f"the submission {str(submission)!r} is not a file in the repository")
-    elif not stays_within(submission, Path.cwd()):
+    elif not stays_within(submission, Path(os.environ.get("GITHUB_WORKSPACE") or submission.parent)):
         problems.append(f"the submission {str(submission)!r} is a link out of the repository; "
                         "links out of it are not followed")
     try:

@@ -17,6 +17,9 @@ import sys
 ONE_SUBMISSION = frozenset({"grade", "check"})
 
 
+#: the commands whose --seed falls back to the environment variable (gradescope-zip's is the
+#: seed it writes into the bundle: no submission runs then)
+SEEDED = frozenset({"grade", "check", "batch"})
 #: the environment variable the seed moves to (``grader.config.SEED_VARIABLE``; not imported:
 #: this module loads before the grader)
 SEED_VARIABLE = "ATTENTION_GRADER_SEED"
@@ -49,7 +52,7 @@ def seed_off_the_command_line(args: list[str]) -> tuple[list[str], str | None]:
 def main() -> None:
     args = sys.argv[1:]
     kept, seed = seed_off_the_command_line(args)
-    if seed is not None:  # the same command again, the seed in its environment only
+    if seed is not None and args[0] in SEEDED:  # the same command again, the seed in its environment only
         os.environ[SEED_VARIABLE] = seed
         os.execv(sys.executable, [sys.executable, "-m", "grader", *kept])
     one_submission = bool(args) and args[0] in ONE_SUBMISSION and not {"--help", "-h"} & set(args)

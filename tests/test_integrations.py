@@ -72,10 +72,11 @@ def reporter_numbers(result: dict[str, Any]) -> tuple[Fraction, Fraction]:
 
 
 @pytest.fixture(scope="module")
-def reports() -> list[dict[str, Any]]:
+def reports(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     existing = [p for p in VARIED if p.exists()]
     assert len(existing) == len(VARIED), [p for p in VARIED if not p.exists()]
-    broken = SUBMISSIONS.parent / "contracts" / "gradescope_results.schema.json"  # not Python
+    broken = tmp_path_factory.mktemp("broken") / "not_python.py"  # JSON, not Python
+    broken.write_text((CONTRACTS / "gradescope_results.schema.json").read_text())
     return [grade_json(p) for p in existing] + [grade_json(broken, "--assignment", "attention")]
 
 
