@@ -270,26 +270,45 @@ def assignments() -> None:
 @click.option("--id", "new_id", default=None, help="Its ID (default: the folder's name).")
 def new_assignment(preset: str, out_dir: Path, new_id: str | None) -> None:
     """Write a course's own assignment folder, to edit: its interface and its rubric."""
+    import contextlib
+    import shutil
+    import tempfile
+
+    import tomlkit
+
     if out_dir.exists():
         raise click.UsageError(f"{out_dir} exists already; choose a new folder.")
     source = registry.get(preset)
-    text = (source.folder / registry.INTERFACE_FILE).read_text(encoding="utf-8")
     wanted = new_id or out_dir.name
-    lines = [f'id = "{wanted}"' if line.startswith("id = ") else
-             'kind = "course"' if line.startswith("kind = ") else line
-             for line in text.splitlines()]
-    if not any(line.startswith("kind = ") for line in lines):
-        lines.insert(next(i for i, line in enumerate(lines) if line.startswith("id = ")) + 1,
-                     'kind = "course"')
-    out_dir.mkdir(parents=True)
+    # edited as TOML, comments kept: only the top-level id and kind change, never a table's keys
+    document = tomlkit.parse((source.folder / registry.INTERFACE_FILE).read_text(encoding="utf-8"))
+    document["id"] = wanted
+    document["kind"] = "course"
     header = (f"# A course's own assignment, started from `{preset}` "
               f"(attention-grader new-assignment).\n# Edit the interface to match your starter "
               f"code; see the README, \"Adapting the grader to your course\".\n")
-    (out_dir / registry.INTERFACE_FILE).write_text(header + "\n".join(lines) + "\n")
     rubric = registry.rubric_of(source)
-    write_atomically(out_dir / registry.RUBRIC_FILE,
-                     json.dumps({**rubric, "assignment": wanted}, indent=2) + "\n")
-    registry.get(str(out_dir))  # it must read back
+    # written beside, checked, then moved into place: a failure leaves nothing behind (not
+    # even the parent folders made for it)
+    made = [p for p in reversed(out_dir.absolute().parents) if not p.exists()]
+    staging = None
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
+        (staging / registry.INTERFACE_FILE).write_text(header + tomlkit.dumps(document),
+                                                       encoding="utf-8")
+        (staging / registry.RUBRIC_FILE).write_text(
+            json.dumps({**rubric, "assignment": wanted}, indent=2) + "\n", encoding="utf-8")
+        registry.get(str(staging))  # it must read back
+        staging.chmod(0o755)
+        staging.rename(out_dir)
+    except Exception as exc:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        for folder in reversed(made):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise click.ClickException(f"could not write {out_dir} from {preset}: {exc}") from exc
     click.echo(f"wrote {out_dir}/{registry.INTERFACE_FILE} and {registry.RUBRIC_FILE}; grade with "
                f"--assignment {out_dir}")
 

@@ -416,6 +416,24 @@ def test_pytest_plugin_reads_its_settings_from_the_ini_file(tmp_path: Path) -> N
     assert done.returncode == 1 and "attention.py::values-masked" in done.stdout
 
 
+def test_pytest_plugin_reports_a_malformed_frame_as_the_submissions_crash(
+        tmp_path: Path) -> None:
+    """A result frame nested 600 000 deep: the submission's failure, never INTERNALERROR."""
+    forged = tmp_path / "forged" / "attention.py"
+    forged.parent.mkdir()
+    forged.write_text(
+        "import gc, os, struct\n"
+        "def scaled_dot_product_attention(Q, K, V, mask=None):\n"
+        "    channel = next(o for o in gc.get_objects()\n"
+        "                   if type(o).__name__ == 'Channel' and hasattr(o, 'nonce'))\n"
+        "    payload = ('[' * 600_000).encode()\n"
+        "    os.write(channel.fd, struct.pack('<4sIQ', b'AGF1', len(payload), 0) + payload)\n"
+        "    os._exit(0)\n")
+    done = _pytest_on(tmp_path, forged, "--attention-assignment", "attention", "-rf")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "INTERNALERROR" not in done.stdout + done.stderr and "crashed" in done.stdout
+
+
 def test_pytest_plugin_rejects_a_bad_assignment(tmp_path: Path) -> None:
     done = _pytest_on(tmp_path, CORRECT, "--attention-assignment", "atention")
     assert done.returncode == 4 and "unknown assignment" in done.stderr

@@ -254,6 +254,36 @@ def test_new_assignment_writes_a_folder_every_integration_accepts(tmp_path: Path
     assert run_cli("new-assignment", "--from", "attention", "--out", str(folder)).returncode == 2
 
 
+@pytest.mark.parametrize("preset", registry.ids())
+def test_new_assignment_from_every_preset_keeps_its_interface_and_comments(
+        tmp_path: Path, preset: str) -> None:
+    """Only the top-level id and kind change (a class preset's `[interface] kind = "class"`
+    once became "course", and the half-written folder stayed behind)."""
+    import tomllib
+
+    folder = tmp_path / "course"
+    done = run_cli("new-assignment", "--from", preset, "--out", str(folder))
+    assert done.returncode == 0, done.stderr
+    original_text = (registry.get(preset).folder / registry.INTERFACE_FILE).read_text()
+    written_text = (folder / registry.INTERFACE_FILE).read_text()
+    original, written = tomllib.loads(original_text), tomllib.loads(written_text)
+    assert written["id"] == "course" and written["kind"] == "course"
+    assert ({k: v for k, v in written.items() if k not in ("id", "kind")}
+            == {k: v for k, v in original.items() if k not in ("id", "kind")})
+    comments = [line for line in original_text.splitlines() if line.startswith("#")]
+    assert all(line in written_text for line in comments)
+    assert registry.get(str(folder)).task == registry.get(preset).task
+
+
+def test_a_failed_new_assignment_leaves_nothing_behind(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file")
+    done = run_cli("new-assignment", "--from", "cs231n-multi-head-attention",
+                   "--out", str(blocker / "course"))
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["not-a-folder"]
+
+
 def test_assignments_lists_the_built_ins_and_the_presets() -> None:
     done = run_cli("assignments")
     assert done.returncode == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import textwrap
 import time
 from pathlib import Path
 
@@ -348,3 +349,22 @@ def test_grading_from_several_threads_keeps_each_result(tmp_path: Path) -> None:
         reports = list(pool.map(grade, [correct, buggy, correct, buggy]))
     assert [r["score"] == r["max_score"] for r in reports] == [True, False, True, False]
     assert [m["id"] for m in reports[1]["misconceptions"]] == ["scale-by-dk"]
+
+
+def test_an_import_that_fails_inside_an_installed_package_is_not_a_missing_package(
+        grade_source) -> None:
+    """A package that is there but fails to import (half-way, for want of memory or time, or a
+    broken part of it) is never told to the student as "not installed"."""
+    source = textwrap.dedent("""\
+        import os, sys
+        os.makedirs("brokenpkg", exist_ok=True)
+        open("brokenpkg/__init__.py", "w").write("import brokenpkg.lost_part\\n")
+        sys.path.insert(0, os.getcwd())
+        import brokenpkg
+        """)
+    report = grade_source(source + CORRECT, assignment="attention")
+    kinds = [e["kind"] for e in report["errors"]]
+    assert "missing-dependency" not in kinds and "runtime-error" in kinds
+    assert "not installed" not in json.dumps(report["errors"])
+    absent = grade_source("import surely_not_a_package_here\n" + CORRECT, assignment="attention")
+    assert [e["kind"] for e in absent["errors"]][0] == "missing-dependency"

@@ -84,22 +84,33 @@ def _proc_status(pid: int) -> tuple[int, int] | None:
     return int(fields[1]), int(fields[3])
 
 
+def _group_and_status(pid: int) -> tuple[int, int, int] | None:
+    """(parent pid, process group, session id) of a live (not zombie) process."""
+    fields = _stat(pid)
+    if fields is None or fields[0] in ("Z", "X"):
+        return None
+    return int(fields[1]), int(fields[2]), int(fields[3])
+
+
 def _carries_marker(pid: int, marker: str) -> bool:
     return f"{MARKER_VARIABLE}={marker}".encode() in (_read(f"/proc/{pid}/environ") or b"")
 
 
-def _real_uid(pid: int) -> int | None:
-    status = _read(f"/proc/{pid}/status") or b""
-    start = status.find(b"\nUid:")
-    fields = status[start + 5 : status.find(b"\n", start + 1)].split() if start >= 0 else []
-    return int(fields[0]) if fields else None
+def _owner(pid: int) -> int | None:
+    """The uid that owns ``/proc/<pid>`` (the process's, unless it made itself non-dumpable:
+    then root's; such a process of a run is found as a descendant or as adopted)."""
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
 
 
 def stray_processes(session: int, marker: str, spared: set[int],
-                    uid: int | None = None) -> list[int]:
+                    uid: int | None = None, *, thorough: bool = True) -> list[int]:
     """Processes left by one run: in its session, descended from its first process (however
-    deep, whatever session they made), adopted by us, carrying its marker, or running as the
-    run's own ``uid``."""
+    deep, whatever session they made), adopted by us, running as the run's own ``uid``, or
+    (``thorough``: reading every process's environment) carrying its marker. Not those of the
+    first process's own group: ``kill_run`` kills that group as a whole, first."""
     me = os.getpid()
     try:
         pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
@@ -107,19 +118,22 @@ def stray_processes(session: int, marker: str, spared: set[int],
         return []
     parents: dict[int, int] = {}
     found = set()
+    signalled = set()  # in the run's first process group: killed with it already
     for pid in pids:
         if pid == me or pid in spared:
             continue
-        status = _proc_status(pid)
+        status = _group_and_status(pid)
         if status is None:
             continue
-        parent, sid = status
+        parent, group, sid = status
         parents[pid] = parent
-        if (sid == session or parent == me or _carries_marker(pid, marker)
-                or (uid is not None and _real_uid(pid) == uid)):
+        if group == session:
+            signalled.add(pid)
+        elif (sid == session or parent == me or (uid is not None and _owner(pid) == uid)
+                or (thorough and _carries_marker(pid, marker))):
             found.add(pid)
     # the descendants of the run's first process and of everything found so far
-    roots, grew = found | {session}, True
+    roots, grew = found | signalled | {session}, True
     while grew:
         grew = False
         for pid, parent in parents.items():
@@ -127,7 +141,7 @@ def stray_processes(session: int, marker: str, spared: set[int],
                 roots.add(pid)
                 found.add(pid)
                 grew = True
-    return sorted(found)
+    return sorted(found - signalled)
 
 
 def tree_cpu_seconds(root: int) -> float:
@@ -171,6 +185,8 @@ def reap_zombies(since: int | None = None) -> None:
     parent died: processes of an ended run's session, killed here, from a run's pid namespace,
     or started since ``since`` (a run's start: while a run lasts, runs take turns, so what starts
     then and ends up ours is the run's). A host program's other children are left to it."""
+    if not _a_child_has_died():
+        return  # (no scan of /proc: most runs leave nothing to reap here)
     me = os.getpid()
     sessions = set(_ended_sessions)
     try:
@@ -187,6 +203,14 @@ def reap_zombies(since: int | None = None) -> None:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)
             _killed.discard(pid)
+
+
+def _a_child_has_died() -> bool:
+    """Is any child of this process dead and not yet reaped? (Nothing is reaped by asking.)"""
+    try:
+        return os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except (ChildProcessError, OSError, AttributeError):
+        return not hasattr(os, "waitid")
 
 
 def _lived_in_a_namespace(pid: int) -> bool:
@@ -219,11 +243,17 @@ def kill_run(pid: int, marker: str, spared: set[int], *, settle: bool = True,
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
     killed: set[int] = set()
-    for _ in range(50):
+    for attempt in range(50):
         # the killed may take a while to go (the kernel takes down their namespaces): only a
-        # process not yet killed keeps this loop going
-        strays = [s for s in stray_processes(pid, marker, spared | {pid}, uid)
+        # process not yet killed keeps this loop going. The first look reads every process's
+        # environment for the marker; what comes later is found by its ancestry, session or uid
+        strays = [s for s in stray_processes(pid, marker, spared | {pid}, uid,
+                                             thorough=attempt == 0)
                   if s not in killed]
+        # the scan leaves out the first group's members: whatever is in it now (one that
+        # joined it since the first kill too) is killed with it again
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
         if not strays:
             break
         for stray in strays:

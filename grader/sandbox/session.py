@@ -9,6 +9,7 @@ behind) and a new one continues with the remaining probes, within the total budg
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import threading
@@ -158,8 +159,10 @@ MALFORMED = (wire.ProtocolError, ValueError, TypeError, KeyError, AttributeError
 #: how much longer than its CPU budget a wait may last on the wall clock: the backstop for code
 #: that sleeps or waits, generous so that a loaded machine never decides a verdict
 WALL_FACTOR = 4.0
-#: how often a slow wait looks at the CPU time the run has used
+#: how often a slow wait looks at the CPU time the run has used (at first, and at least)
 CPU_POLL_SECONDS = 0.2
+MIN_POLL_SECONDS = 0.01
+CORES = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
 
 
 class Budget:
@@ -186,21 +189,25 @@ class Budget:
         or the run's CPU budget), ``"wall"`` (the backstop: it waited, slept or was starved).
         EOFError and ProtocolError as ``Child.next_frame``."""
         started_cpu = None
+        poll = CPU_POLL_SECONDS
         wall_end = min(time.monotonic() + cpu_seconds * WALL_FACTOR, self.wall_deadline)
         while True:
             now = time.monotonic()
             if now >= wall_end:
                 return "wall"
-            # a frame that comes quickly costs no look at /proc: only slow waits measure
-            frame = child.next_frame(min(wall_end, now + CPU_POLL_SECONDS))
+            # a frame that comes quickly costs no look at /proc: only slow waits measure, more
+            # often as the budget nears its end (the run's processes use at most a core each)
+            frame = child.next_frame(min(wall_end, now + poll))
             if frame is not None:
                 return frame
             used = child.cpu_seconds()
             if started_cpu is None:  # (the first look: what came before this wait is not its)
-                started_cpu = used - min(used, CPU_POLL_SECONDS)
+                started_cpu = used - min(used, poll)
             self.child_cpu = used
-            if used - started_cpu >= cpu_seconds or self.used_up():
+            left = cpu_seconds - (used - started_cpu)
+            if left <= 0 or self.used_up():
                 return "cpu"
+            poll = min(CPU_POLL_SECONDS, max(MIN_POLL_SECONDS, left / CORES))
 
 
 _one_run_at_a_time = threading.Lock()

@@ -49,7 +49,7 @@ STUDENT_FILE_MARK = "submission"
 #: a notebook cell may wait this many times its CPU budget on the wall clock
 CELL_WALL_FACTOR = 4
 _student_files = {"<submission>"}
-_run_limits = {}  # this run's limits, to name the one an error comes from
+_run_limits: dict = {}  # this run's limits, to name the one an error comes from
 _write = os.write
 _read = os.read
 _asarray = np.asarray
@@ -392,6 +392,7 @@ def trace_call(invoke, call, arrays, blob, parts):
 
 def main():
     if sys.argv[1] == "--zygote":
+        confinement.warm(os.getpid())  # each fork then only loads its seccomp filter
         _load("_ag_zygote", "zygote.py").serve_forks(int(sys.argv[2]), serve, apply_limits)
         return
     serve(int(sys.argv[1]), int(sys.argv[2]))
