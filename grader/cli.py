@@ -31,6 +31,10 @@ class AssignmentType(click.ParamType):
 
     def convert(self, value: Any, param: Any, ctx: Any) -> str:
         if registry.exists(str(value)):
+            try:  # a course's folder is read, and checked against the file's schema, now
+                registry.get(str(value))
+            except ValueError as exc:
+                self.fail(str(exc), param, ctx)
             return str(value)
         import difflib
 

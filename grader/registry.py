@@ -85,6 +85,20 @@ class Interface:
     fused: str = "blocks"
     #: returns = "dict": the keys of the output and (optionally) of the weights
     return_keys: tuple[str, ...] = ()
+    #: arguments given by keyword: the parameter's name -> the canonical or derived argument
+    keywords: tuple[tuple[str, str], ...] = ()
+    #: keyword arguments with a fixed value (dropout = 0.0, mode = "eval"), and those given None
+    constants: tuple[tuple[str, Any], ...] = ()
+    none: tuple[str, ...] = ()
+    #: a mask is always passed (one that keeps every key for the unmasked test inputs), for code
+    #: that always applies its mask
+    mask_always: bool = False
+    #: class submissions: the method to call (numpy-ml's layers have `forward`, no `__call__`)
+    method: str = ""
+    #: softmax: the number of axes the code takes (2: rows of a matrix only; 0: any), and the
+    #: one axis it normalises when it takes none (-1: the last; 0: the first, column-wise)
+    ndim: int = 0
+    axis: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "parameters": list(self.parameters), "mask": self.mask,
@@ -94,7 +108,17 @@ class Interface:
                 "self_attention_only": self.self_attention_only,
                 "constructor": [list(p) for p in self.constructor],
                 "weights": [list(p) for p in self.weights], "biases": list(self.biases),
-                "fused": self.fused, "return_keys": list(self.return_keys)}
+                "fused": self.fused, "return_keys": list(self.return_keys),
+                "keywords": [list(p) for p in self.keywords],
+                "constants": [list(p) for p in self.constants], "none": list(self.none),
+                "mask_always": self.mask_always, "method": self.method, "ndim": self.ndim,
+                "axis": self.axis}
+
+    def receives(self, argument: str) -> bool:
+        """Does the course's code get this canonical argument (positionally, by keyword or in
+        its constructor)?"""
+        return (argument in self.parameters or argument in dict(self.keywords).values()
+                or argument in [v for _, v in self.constructor])
 
     def conventions(self) -> frozenset[str]:
         """The conventions in which this interface differs from SPEC's (``catalogue.wording``)."""
@@ -110,12 +134,60 @@ class Interface:
         return self in (Interface(), Interface(parameters=CANONICAL_ARGUMENTS[task]))
 
 
+#: every key of an assignment.toml, with what it holds: the file's schema, checked before
+#: anything runs (a typo'd key or a wrong value is an error naming it and what is allowed)
+TOP_LEVEL_KEYS = {
+    "id": str, "kind": str, "course": str, "task": str, "function": str, "signature": str,
+    "arguments": list, "summary": str, "conventions": list, "inference_priority": int,
+    "rubric_from": str, "interface": dict,
+}
+INTERFACE_KEYS = {
+    "kind": str, "parameters": list, "mask": str, "returns": str, "arrays": str, "dtype": str,
+    "projections": str, "batch": str, "mask_shape": str, "self_attention_only": bool,
+    "constructor": dict, "weights": dict, "biases": list, "fused": str, "return_keys": list,
+    "keywords": dict, "constants": dict, "none": list, "mask_always": bool, "method": str,
+    "ndim": int, "axis": int,
+}
+KINDS = ("builtin", "preset", "course")
+TYPE_NAMES = {str: "a string", list: "a list", dict: "a table", bool: "true or false",
+              int: "a whole number"}
+
+
+def _check_keys(data: dict[str, Any], schema: dict[str, type], where: str, table: str) -> None:
+    import difflib
+
+    for key, value in data.items():
+        if key not in schema:
+            close = difflib.get_close_matches(key, list(schema), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(f"{where}: unknown key {key!r} in {table}{hint}; the keys are "
+                             f"{', '.join(schema)}")
+        wanted = schema[key]
+        if not isinstance(value, wanted) or (wanted is int and isinstance(value, bool)):
+            raise ValueError(f"{where}: {key} in {table} must be {TYPE_NAMES[wanted]}, not "
+                             f"{value!r}")
+
+
+def check_file(data: dict[str, Any], where: str) -> None:
+    """The file against its schema: known keys, each of its type and, for a choice, an allowed
+    value."""
+    _check_keys(data, TOP_LEVEL_KEYS, where, "the file")
+    for key in ("id", "task", "function", "signature"):
+        if key not in data:
+            raise ValueError(f"{where}: the key {key!r} is missing")
+    if data.get("kind", "builtin") not in KINDS:
+        raise ValueError(f"{where}: kind = {data['kind']!r}; expected one of {', '.join(KINDS)}")
+    _check_keys(dict(data.get("interface", {})), INTERFACE_KEYS, where, "[interface]")
+
+
 def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
     if task not in CANONICAL_ARGUMENTS:
         raise ValueError(f"{where}: unknown task {task!r} (known: {', '.join(CANONICAL_ARGUMENTS)})")
+    _check_keys(data, INTERFACE_KEYS, where, "[interface]")
     known_args = (*CANONICAL_ARGUMENTS[task], *DERIVED_ARGUMENTS)
     parameters = tuple(str(p) for p in data.get("parameters", CANONICAL_ARGUMENTS[task]))
-    for name in parameters:
+    keywords = {str(k): str(v) for k, v in dict(data.get("keywords", {})).items()}
+    for name in (*parameters, *keywords.values()):
         if name not in known_args:
             raise ValueError(f"{where}: parameter {name!r} is not one of {', '.join(known_args)}")
     for key, choices in INTERFACE_CHOICES.items():
@@ -125,6 +197,12 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
     if data.get("batch") == "heads" and task != "attention":
         raise ValueError(f"{where}: batch = \"heads\" ((B, h, n, d) inputs) is for the "
                          "attention task")
+    if ("ndim" in data or "axis" in data) and task != "softmax":
+        raise ValueError(f"{where}: ndim and axis are for the softmax task")
+    if data.get("ndim", 0) not in (0, 2) or data.get("axis", -1) not in (0, -1):
+        raise ValueError(f"{where}: ndim is 0 (any) or 2 (a matrix), axis 0 or -1")
+    if data.get("method") and kind != "class":
+        raise ValueError(f"{where}: method is for kind = \"class\"")
     keys = data.get("return_keys", ())
     if data.get("returns") == "dict" and not (
             isinstance(keys, list) and 1 <= len(keys) <= 2 and all(isinstance(k, str) for k in keys)):
@@ -141,6 +219,13 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
         biases=tuple(str(b) for b in data.get("biases", ())),
         fused=str(data.get("fused", "blocks")),
         return_keys=tuple(str(k) for k in keys),
+        keywords=tuple(keywords.items()),
+        constants=tuple((str(k), v) for k, v in dict(data.get("constants", {})).items()),
+        none=tuple(str(n) for n in data.get("none", ())),
+        mask_always=bool(data.get("mask_always", False)),
+        method=str(data.get("method", "")),
+        ndim=int(data.get("ndim", 0)),
+        axis=int(data["axis"]) if "axis" in data else None,
     )
 
 
@@ -179,6 +264,7 @@ def _read(folder: Any) -> AssignmentInfo:
     where = f"{folder}/{INTERFACE_FILE}"
     try:
         data = tomllib.loads((folder / INTERFACE_FILE).read_text(encoding="utf-8"))
+        check_file(data, where)
         task = str(data["task"])
         interface = _interface(task, dict(data.get("interface", {})), where)
         parameters = interface.parameters or CANONICAL_ARGUMENTS[task]

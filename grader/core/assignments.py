@@ -84,8 +84,8 @@ class Assignment:
         canonical = dict(zip(registry.CANONICAL_ARGUMENTS[self.task.name], probe.args))
         parameters = interface.parameters or registry.CANONICAL_ARGUMENTS[self.task.name]
         mask = canonical.get("mask")
-        if mask is not None and (interface.mask == "none" or not {"mask", "valid_lens"}
-                                 & set(parameters)):
+        takes_mask = any(interface.receives(a) or a in parameters for a in ("mask", "valid_lens"))
+        if mask is not None and (interface.mask == "none" or not takes_mask):
             return "the interface takes no mask"
         if mask is not None and interface.mask_shape == "shared" and not _shared(mask):
             return "the interface takes one mask for the whole batch"
@@ -94,7 +94,8 @@ class Assignment:
         if interface.self_attention_only and canonical.get("X_q") is not canonical.get("X_kv"):
             return "the interface is self-attention only"
         if "axis" in canonical and canonical["axis"] not in (-1, canonical["x"].ndim - 1) and \
-                "axis" not in parameters:
+                not (interface.receives("axis") or "axis" in parameters) and \
+                interface.axis is None and not interface.ndim:
             return "the interface takes no axis"
         return None
 

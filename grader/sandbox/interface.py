@@ -117,6 +117,10 @@ def course_arguments(spec, task, args):
                 values[name] = _ascontiguous(values[name].T)
     axes = LEADING_AXES.get(spec.get("batch", "any"))
     leading = _fold_leading(values, task, axes) if axes else None
+    if task == "softmax" and (spec.get("axis") is not None or spec.get("ndim")):
+        leading = _fixed_softmax_axis(values, spec.get("axis"), spec.get("ndim"))
+    if values.get("mask") is None and spec.get("mask_always") and task != "softmax":
+        values["mask"] = _keep_everything(values, task)
     mask = values.get("mask")
     if mask is not None and spec.get("mask_shape") == "shared":
         mask = _ascontiguous(mask.reshape((-1,) + mask.shape[-2:])[0])  # the same for all
@@ -131,6 +135,42 @@ def course_arguments(spec, task, args):
     return [convert(values[name]) for name in parameters], leading, values, convert
 
 
+def course_keywords(spec, values, convert):
+    """The keyword arguments of the course's call: canonical ones by name, constants, None."""
+    keywords = {name: convert(values[source]) for name, source in spec.get("keywords") or ()}
+    keywords.update({name: value for name, value in spec.get("constants") or ()})
+    keywords.update({name: None for name in spec.get("none") or ()})
+    return keywords
+
+
+def _keep_everything(values, task):
+    """The mask of an unmasked input, for code that always applies one: every key kept."""
+    first = values["Q"] if task == "attention" else values["X_q"]
+    keys = values["K"] if task == "attention" else values["X_kv"]
+    return np.ones(first.shape[:-2] + (first.shape[-2], keys.shape[-2]), dtype=bool)
+
+
+def _fixed_softmax_axis(values, axis, ndim):
+    """For softmax code that normalises one fixed axis (``axis``: 0 or -1) and/or takes only
+    matrices (``ndim`` = 2): the probe's axis is moved there (and the other axes folded into
+    one); returns how to put the answer back."""
+    x, wanted = values["x"], int(values.get("axis", -1)) % max(1, values["x"].ndim)
+    target = -1 if axis is None else int(axis)
+    moved = np.moveaxis(x, wanted, target)
+    shape = moved.shape
+    if ndim == 2:
+        moved = moved.reshape((-1, shape[-1]) if target == -1 else (shape[0], -1))
+    values["x"] = _ascontiguous(moved)
+    values["axis"] = target if target == 0 else moved.ndim - 1
+
+    def back(array):
+        if array is None or array.shape != moved.shape:
+            return array  # (a wrong shape is reported as it came)
+        return np.moveaxis(array.reshape(shape), target, wanted)
+
+    return back
+
+
 def _attribute(root, path):
     target = root
     for part in path.split("."):
@@ -141,11 +181,27 @@ def _attribute(root, path):
     return target
 
 
-def _build_module(cls, spec, values):
-    """The course's class, constructed and given the probe's weights (biases zero), in eval
-    mode and the probe's dtype."""
+def _is_torch_module(module):
+    return any(k.__module__.startswith("torch.") and k.__name__ == "Module"
+               for k in type(module).__mro__)
+
+
+def _no_grad(module):
+    """Run a call without autograd for a torch module, plainly otherwise."""
+    if not _is_torch_module(module):
+        return lambda call: call()
     import torch
 
+    def run(call):
+        with torch.no_grad():
+            return call()
+
+    return run
+
+
+def _build_module(cls, spec, values):
+    """The course's class, constructed and given the probe's weights (biases zero), in eval
+    mode and the probe's dtype; a class that is not a torch module gets NumPy arrays."""
     keywords = {}
     for name, source in spec.get("constructor") or ():
         keywords[name] = values[source] if isinstance(source, str) else source
@@ -154,6 +210,10 @@ def _build_module(cls, spec, values):
     except TypeError as exc:
         raise InterfaceError(f"`{cls.__name__}({', '.join(keywords)})` cannot be constructed: "
                              f"{exc}") from exc
+    if not _is_torch_module(module):
+        return _set_numpy_weights(module, spec, values)
+    import torch
+
     dtype = torch.float32 if spec.get("dtype") == "float32" else torch.float64
     if hasattr(module, "to"):
         module = module.to(dtype)
@@ -161,13 +221,7 @@ def _build_module(cls, spec, values):
         for path, source in spec.get("weights") or ():
             parameter = _attribute(module, path)
             # nn.Linear keeps (out, in): the weight applied as x @ W.T; fused q|k|v stack rows
-            blocks = [_asarray(values[name]) for name in source.split("|")]
-            axis = 0 if spec.get("projections") == "linear" else 1
-            if spec.get("fused") == "per-head" and len(blocks) > 1:
-                heads = int(values["num_heads"])
-                blocks = [part for head in zip(*(np.split(b, heads, axis=axis) for b in blocks))
-                          for part in head]
-            data = np.concatenate(blocks, axis=axis)
+            data = _weight_blocks(spec, values, source)
             if tuple(parameter.shape) != data.shape:
                 raise InterfaceError(f"`{path}` has shape {tuple(parameter.shape)}; the course's "
                                      f"interface gives it {source} of shape {data.shape}")
@@ -179,29 +233,68 @@ def _build_module(cls, spec, values):
     return module
 
 
+def _weight_blocks(spec, values, source):
+    """The canonical weights ``source`` ("W_q" or a fused "W_q|W_k|W_v") as the course lays
+    them out."""
+    blocks = [_asarray(values[name]) for name in source.split("|")]
+    axis = 0 if spec.get("projections") == "linear" else 1
+    if spec.get("fused") == "per-head" and len(blocks) > 1:
+        heads = int(values["num_heads"])
+        blocks = [part for head in zip(*(np.split(b, heads, axis=axis) for b in blocks))
+                  for part in head]
+    return np.concatenate(blocks, axis=axis)
+
+
+def _set_numpy_weights(module, spec, values):
+    for path, source in spec.get("weights") or ():
+        owner_path, _, name = path.rpartition(".")
+        owner = _attribute(module, owner_path) if owner_path else module
+        data = _weight_blocks(spec, values, source)
+        if isinstance(owner, dict):
+            owner[name] = data.copy()
+        else:
+            setattr(owner, name, data.copy())
+    for path in spec.get("biases") or ():
+        target = _attribute(module, path)
+        if isinstance(target, np.ndarray):
+            target[...] = 0
+    return module
+
+
 def call(target, spec, task, args, binding_problem):
     """Call the student's ``target`` (function or class) on canonical ``args`` through the
     course's interface; return its raw result with its weights/output order made canonical,
     and the leading shape to restore. ``binding_problem(function, args)`` says why a call
     cannot bind (then an ``InterfaceError``)."""
-    course_args, leading, values, _ = course_arguments(spec, task, args)
+    course_args, leading, values, convert = course_arguments(spec, task, args)
+    keywords = course_keywords(spec, values, convert)
     if spec.get("kind") == "class":
         if not inspect.isclass(target):
             raise InterfaceError(f"`{getattr(target, '__name__', target)}` is not a class")
         module = _build_module(target, spec, values)
-        forward = getattr(module, "forward", module)
-        problem = binding_problem(forward, course_args)
+        method = spec.get("method") or ""
+        if method:
+            if not callable(getattr(module, method, None)):
+                raise InterfaceError(f"`{target.__name__}` has no method `{method}` (the "
+                                     f"course's interface calls {target.__name__}().{method}(...))")
+            bound = getattr(module, method)
+        elif callable(module):
+            bound = module
+        else:
+            raise InterfaceError(f"`{target.__name__}` objects cannot be called as "
+                                 f"{target.__name__}()(...) (no __call__), as the course's "
+                                 "interface calls them; the interface's `method` names the "
+                                 "method to call instead")
+        problem = binding_problem(getattr(module, "forward", bound) if not method else bound,
+                                  course_args, keywords)
         if problem:
-            raise InterfaceError(f"forward {problem}")
-        import torch
-
-        with torch.no_grad():
-            result = module(*course_args)
+            raise InterfaceError(f"{method or 'forward'} {problem}")
+        result = _no_grad(module)(lambda: bound(*course_args, **keywords))
     else:
-        problem = binding_problem(target, course_args)
+        problem = binding_problem(target, course_args, keywords)
         if problem:
             raise InterfaceError(problem)
-        result = target(*course_args)
+        result = target(*course_args, **keywords)
     if spec.get("returns") == "weights-output" and isinstance(result, (tuple, list)) \
             and len(result) >= 2:
         result = (result[1], result[0])
@@ -228,9 +321,11 @@ def _as_float32(array):
 
 def restore(array, folded):
     """An output of the folded leading axes back to the probe's (``folded``: the probe's
-    leading shape and how many axes the course's code took)."""
+    leading shape and how many axes the course's code took, or a function that puts it back)."""
     if array is None or folded is None:
         return array
+    if callable(folded):
+        return folded(array)
     leading, axes = folded
     return array.reshape(tuple(leading) + array.shape[axes:])
 

@@ -66,14 +66,16 @@ def to_arrays(value):
     return plain_array(value), None
 
 
-def check_binding(function, args):
-    """Why ``function`` cannot take ``args`` positionally, or None when it can."""
+def check_binding(function, args, keywords=None):
+    """Why ``function`` cannot take ``args`` positionally (and ``keywords`` by name), or None
+    when it can."""
     try:
         signature = inspect.signature(function)
     except (TypeError, ValueError):
         return None
     try:
-        signature.bind(*args)
+        signature.bind(*args, **(keywords or {}))
     except TypeError as exc:
-        return f"cannot be called with {len(args)} positional arguments: {exc}"
+        named = f" and {', '.join(keywords)} by name" if keywords else ""
+        return f"cannot be called with {len(args)} positional arguments{named}: {exc}"
     return None

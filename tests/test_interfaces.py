@@ -1,0 +1,243 @@
+"""Interfaces real courses hand out, said in assignment.toml and nothing else: a method to call
+with constants (numpy-ml's layers), keyword arguments and constants (trax), a mask always passed
+(picoGPT), softmax on matrices only or over a fixed axis (d2l, the Coursera helper), an axis
+given to a constructor; and the file's schema, checked before anything runs. Each option is
+tested with correct code (full marks, nothing named) and buggy code (its mistake named)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grader import grade, registry
+from grader.core.report import validate
+
+from .conftest import run_cli
+
+pytestmark = pytest.mark.e2e  # starts child processes: the slow tier
+
+HEADER = {
+    "softmax": ('task = "softmax"\nfunction = "{function}"\nsignature = "{function}(...)"\n'),
+    "attention": ('task = "attention"\nfunction = "{function}"\nsignature = "{function}(...)"\n'),
+}
+
+
+def _course(tmp_path: Path, task: str, function: str, interface: str) -> Path:
+    folder = tmp_path / f"course-{function}-{len(list(tmp_path.glob('course-*')))}"
+    folder.mkdir()
+    (folder / "assignment.toml").write_text(
+        f'id = "course-{function}"\nkind = "course"\n' + HEADER[task].format(function=function)
+        + "\n[interface]\n" + textwrap.dedent(interface))
+    return folder
+
+
+def _grade(tmp_path: Path, folder: Path, source: str, name: str) -> dict[str, Any]:
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(source))
+    report = grade(path, assignment=str(folder))
+    validate(report)
+    return report
+
+
+def _named(report: dict[str, Any]) -> list[str]:
+    return sorted(m["id"] for m in report["misconceptions"])
+
+
+def _full_marks(report: dict[str, Any]) -> None:
+    assert (report["score"], _named(report), report["errors"]) == (report["max_score"], [], [])
+
+
+NUMPY_ML_SOFTMAX = """\
+    import numpy as np
+
+    class Softmax:
+        def __init__(self, dim=-1):
+            self.dim = dim
+
+        def forward(self, X, retain_derived=True):
+            shifted = X - np.max(X, axis=self.dim, keepdims=True){bug}
+            e = np.exp(shifted)
+            return e / e.sum(axis=self.dim, keepdims=True)
+    """
+
+
+def test_a_class_called_through_its_method_with_constants(tmp_path: Path) -> None:
+    """numpy-ml: no __call__, `forward(X, retain_derived=True)`, the axis in the constructor."""
+    folder = _course(tmp_path, "softmax", "Softmax", """\
+        kind = "class"
+        method = "forward"
+        parameters = ["x"]
+        constructor = { dim = "axis" }
+        constants = { retain_derived = false }
+        """)
+    correct = _grade(tmp_path, folder, NUMPY_ML_SOFTMAX.format(bug=""), "correct")
+    _full_marks(correct)
+    assert "the interface takes no axis" not in str(correct["metadata"].get("not_probed"))
+    unstable = NUMPY_ML_SOFTMAX.format(bug="").replace(
+        "shifted = X - np.max(X, axis=self.dim, keepdims=True)", "shifted = X")
+    assert _named(_grade(tmp_path, folder, unstable, "unstable")) == ["unstable-softmax"]
+    # said without the method: an interface problem named as such, not the student's crash
+    plain = _course(tmp_path, "softmax", "Softmax", """\
+        kind = "class"
+        parameters = ["x"]
+        constructor = { dim = "axis" }
+        """)
+    report = _grade(tmp_path, plain, NUMPY_ML_SOFTMAX.format(bug=""), "uncallable")
+    assert [e["kind"] for e in report["errors"]] == ["wrong-signature"]
+    assert "method" in report["errors"][0]["message"]
+
+
+TRAX = """\
+    import numpy as np
+
+    def _per_head_attention(q, k, v, mask, dropout, mode, rng):
+        assert dropout == 0.0 and mode == "eval" and rng is None
+        d = q.shape[-1]
+        dots = q @ np.swapaxes(k, -1, -2) / {scale}
+        if mask is not None:
+            dots = np.where(mask, dots, -1e9)
+        dots = np.exp(dots - dots.max(axis=-1, keepdims=True))
+        dots = dots / dots.sum(axis=-1, keepdims=True)
+        return dots @ v
+    """
+
+
+def test_constants_and_none_given_by_keyword(tmp_path: Path) -> None:
+    folder = _course(tmp_path, "attention", "_per_head_attention", """\
+        parameters = ["Q", "K", "V", "mask"]
+        constants = { dropout = 0.0, mode = "eval" }
+        none = ["rng"]
+        """)
+    _full_marks(_grade(tmp_path, folder, TRAX.format(scale="np.sqrt(d)"), "correct"))
+    assert _named(_grade(tmp_path, folder, TRAX.format(scale="d"), "dk")) == ["scale-by-dk"]
+
+
+AFTER_OPTIONALS = """\
+    import numpy as np
+
+    def attend(q, k, v, dropout=0.0, training=False, mask=None):
+        scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = np.where({condition}, scores, -np.inf)
+        w = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        w = w / w.sum(axis=-1, keepdims=True)
+        return w @ v
+    """
+
+
+def test_a_mask_after_optional_arguments_is_given_by_name(tmp_path: Path) -> None:
+    folder = _course(tmp_path, "attention", "attend", """\
+        parameters = ["Q", "K", "V"]
+        keywords = { mask = "mask" }
+        """)
+    correct = _grade(tmp_path, folder, AFTER_OPTIONALS.format(condition="mask"), "correct")
+    _full_marks(correct)
+    assert "the interface takes no mask" not in str(correct["metadata"].get("not_probed"))
+    inverted = _grade(tmp_path, folder, AFTER_OPTIONALS.format(condition="~mask"), "inverted")
+    assert _named(inverted) == ["mask-inverted"]
+
+
+PICO_GPT = """\
+    import numpy as np
+
+    def softmax(x):
+        exp_x = np.exp(x - np.max(x, axis=-1, keepdims=True))
+        return exp_x / np.sum(exp_x, axis=-1, keepdims=True)
+
+    def attention(q, k, v, mask):
+        return softmax(q @ np.swapaxes(k, -1, -2) / {scale} + mask) @ v
+    """
+
+
+def test_a_mask_is_always_passed_to_code_that_always_adds_it(tmp_path: Path) -> None:
+    """picoGPT adds its mask unconditionally: unmasked test inputs get a mask keeping every
+    key (zeros, in its additive convention), never None."""
+    folder = _course(tmp_path, "attention", "attention", """\
+        parameters = ["Q", "K", "V", "mask"]
+        mask = "additive"
+        mask_always = true
+        """)
+    correct = _grade(tmp_path, folder, PICO_GPT.format(scale="np.sqrt(q.shape[-1])"), "pico")
+    _full_marks(correct)
+    buggy = _grade(tmp_path, folder, PICO_GPT.format(scale="q.shape[-1]"), "pico_dk")
+    assert _named(buggy) == ["scale-by-dk"] and buggy["errors"] == []
+
+
+D2L_SOFTMAX = """\
+    import numpy as np
+
+    def softmax(X):
+        X_exp = np.exp(X{shift})
+        partition = X_exp.sum(1, keepdims=True)
+        return X_exp / partition
+    """
+
+
+def test_softmax_on_matrices_only(tmp_path: Path) -> None:
+    """d2l's from-scratch softmax takes rows of a matrix: no `no-batch-support` for that."""
+    folder = _course(tmp_path, "softmax", "softmax", """\
+        parameters = ["x"]
+        ndim = 2
+        """)
+    shift = " - X.max(1, keepdims=True)"
+    _full_marks(_grade(tmp_path, folder, D2L_SOFTMAX.format(shift=shift), "stable"))
+    assert _named(_grade(tmp_path, folder, D2L_SOFTMAX.format(shift=""), "d2l")) == [
+        "unstable-softmax"]
+
+
+COURSERA_SOFTMAX = """\
+    import numpy as np
+
+    def softmax(x):
+        e = np.exp(x - np.max(x, axis={axis}, keepdims=True))
+        return e / np.sum(e, axis={axis}, keepdims=True)
+    """
+
+
+def test_softmax_over_a_fixed_first_axis(tmp_path: Path) -> None:
+    """A course helper that normalises axis 0 (columns) is not accused of the wrong axis, and
+    is graded on every test input (each moved to the axis it normalises)."""
+    folder = _course(tmp_path, "softmax", "softmax", """\
+        parameters = ["x"]
+        axis = 0
+        """)
+    correct = _grade(tmp_path, folder, COURSERA_SOFTMAX.format(axis=0), "columns")
+    _full_marks(correct)
+    assert not correct["metadata"].get("not_probed")
+    unstable = COURSERA_SOFTMAX.format(axis=0).replace("x - np.max(x, axis=0, keepdims=True)",
+                                                       "x")
+    assert _named(_grade(tmp_path, folder, unstable, "unstable")) == ["unstable-softmax"]
+
+
+@pytest.mark.parametrize("interface,message", [
+    ('retrun_keys = ["out"]', "unknown key 'retrun_keys' in [interface] (did you mean "
+                              "'return_keys'?)"),
+    ('mask = "kep"', "mask = 'kep'; expected one of keep, block"),
+    ("mask_always = 1", "mask_always in [interface] must be true or false"),
+    ('constants = ["dropout"]', "constants in [interface] must be a table"),
+    ('keywords = { mask = "the_mask" }', "parameter 'the_mask' is not one of"),
+    ("axis = 1", "axis 0 or -1"),
+])
+def test_a_wrong_key_or_value_is_a_clear_error_before_anything_runs(
+        tmp_path: Path, interface: str, message: str) -> None:
+    folder = _course(tmp_path, "softmax" if "axis" in interface else "attention", "f",
+                     interface + "\n")
+    with pytest.raises(ValueError, match=None) as raised:
+        registry.get(str(folder))
+    assert message in str(raised.value)
+    source = tmp_path / "f.py"
+    source.write_text("def f(*args):\n    raise SystemExit('ran')\n")
+    done = run_cli("check", str(source), "--assignment", str(folder))
+    assert done.returncode == 2 and message in " ".join(done.stderr.split())
+    assert "ran" not in done.stdout
+
+
+def test_a_typo_at_the_top_of_the_file_is_named(tmp_path: Path) -> None:
+    folder = _course(tmp_path, "attention", "f", "")
+    text = (folder / "assignment.toml").read_text().replace("function =", "fucntion =")
+    (folder / "assignment.toml").write_text(text)
+    with pytest.raises(ValueError, match="unknown key 'fucntion' in the file"):
+        registry.get(str(folder))
