@@ -35,7 +35,7 @@ CANONICAL_ARGUMENTS = {
     "multi_head_attention": ("X_q", "X_kv", "W_q", "W_k", "W_v", "W_o", "num_heads", "mask"),
 }
 #: values a course's parameter can also receive: sizes derived from the probe
-DERIVED_ARGUMENTS = ("d_model", "d_k", "valid_lens")
+DERIVED_ARGUMENTS = ("d_model", "d_k", "valid_lens", "seq_len")
 MASK_CONVENTIONS = {
     "keep": "a boolean mask, True where the query may attend to the key",
     "block": "a boolean mask, True where the key is blocked (as torch.nn.MultiheadAttention)",
@@ -83,6 +83,9 @@ class Interface:
     #: a fused "W_q|W_k|W_v" weight: the blocks one after the other, or interleaved head by
     #: head (q, k, v of head 0, then of head 1, ... as Megatron-style fused projections)
     fused: str = "blocks"
+    #: the layout of each fused weight, where they differ (a self-attention path fused block
+    #: by block and a cross-attention one head by head): attribute path -> layout
+    fused_by_path: tuple[tuple[str, str], ...] = ()
     #: returns = "dict": the keys of the output and (optionally) of the weights
     return_keys: tuple[str, ...] = ()
     #: arguments given by keyword: the parameter's name -> the canonical or derived argument
@@ -99,6 +102,9 @@ class Interface:
     #: one axis it normalises when it takes none (-1: the last; 0: the first, column-wise)
     ndim: int = 0
     axis: int | None = None
+    #: module-level names the course's code reads (`n_embd = 384` in the GPT lecture), set in
+    #: the submission's namespace before its class is built: name -> a derived argument or a number
+    globals: tuple[tuple[str, Any], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "parameters": list(self.parameters), "mask": self.mask,
@@ -108,11 +114,12 @@ class Interface:
                 "self_attention_only": self.self_attention_only,
                 "constructor": [list(p) for p in self.constructor],
                 "weights": [list(p) for p in self.weights], "biases": list(self.biases),
-                "fused": self.fused, "return_keys": list(self.return_keys),
+                "fused": self.fused, "fused_by_path": [list(p) for p in self.fused_by_path],
+                "return_keys": list(self.return_keys),
                 "keywords": [list(p) for p in self.keywords],
                 "constants": [list(p) for p in self.constants], "none": list(self.none),
                 "mask_always": self.mask_always, "method": self.method, "ndim": self.ndim,
-                "axis": self.axis}
+                "axis": self.axis, "globals": [list(p) for p in self.globals]}
 
     def receives(self, argument: str) -> bool:
         """Does the course's code get this canonical argument (positionally, by keyword or in
@@ -136,24 +143,25 @@ class Interface:
 
 #: every key of an assignment.toml, with what it holds: the file's schema, checked before
 #: anything runs (a typo'd key or a wrong value is an error naming it and what is allowed)
-TOP_LEVEL_KEYS = {
+TOP_LEVEL_KEYS: dict[str, Any] = {
     "id": str, "kind": str, "course": str, "task": str, "function": str, "signature": str,
     "arguments": list, "summary": str, "conventions": list, "inference_priority": int,
     "rubric_from": str, "interface": dict,
 }
-INTERFACE_KEYS = {
+INTERFACE_KEYS: dict[str, Any] = {
     "kind": str, "parameters": list, "mask": str, "returns": str, "arrays": str, "dtype": str,
     "projections": str, "batch": str, "mask_shape": str, "self_attention_only": bool,
-    "constructor": dict, "weights": dict, "biases": list, "fused": str, "return_keys": list,
+    "constructor": dict, "weights": dict, "biases": list, "fused": (str, dict),
+    "return_keys": list,
     "keywords": dict, "constants": dict, "none": list, "mask_always": bool, "method": str,
-    "ndim": int, "axis": int,
+    "ndim": int, "axis": int, "globals": dict,
 }
 KINDS = ("builtin", "preset", "course")
 TYPE_NAMES = {str: "a string", list: "a list", dict: "a table", bool: "true or false",
-              int: "a whole number"}
+              int: "a whole number", (str, dict): "a string or a table"}
 
 
-def _check_keys(data: dict[str, Any], schema: dict[str, type], where: str, table: str) -> None:
+def _check_keys(data: dict[str, Any], schema: dict[str, Any], where: str, table: str) -> None:
     import difflib
 
     for key, value in data.items():
@@ -187,12 +195,21 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
     known_args = (*CANONICAL_ARGUMENTS[task], *DERIVED_ARGUMENTS)
     parameters = tuple(str(p) for p in data.get("parameters", CANONICAL_ARGUMENTS[task]))
     keywords = {str(k): str(v) for k, v in dict(data.get("keywords", {})).items()}
-    for name in (*parameters, *keywords.values()):
+    named = [v for table in ("constructor", "globals")
+             for v in dict(data.get(table, {})).values() if isinstance(v, str)]
+    for name in (*parameters, *keywords.values(), *named):
         if name not in known_args:
             raise ValueError(f"{where}: parameter {name!r} is not one of {', '.join(known_args)}")
+    fused = data.get("fused", "blocks")
+    layouts = dict(fused) if isinstance(fused, dict) else {}
     for key, choices in INTERFACE_CHOICES.items():
-        if key in data and data[key] not in choices:
-            raise ValueError(f"{where}: {key} = {data[key]!r}; expected one of {', '.join(choices)}")
+        given = [data[key]] if key in data and not isinstance(data[key], dict) else []
+        if key == "fused":
+            given += list(layouts.values())
+        for value in given:
+            if value not in choices:
+                raise ValueError(f"{where}: {key} = {value!r}; expected one of "
+                                 f"{', '.join(choices)}")
     kind = str(data.get("kind", "function"))
     if data.get("batch") == "heads" and task != "attention":
         raise ValueError(f"{where}: batch = \"heads\" ((B, h, n, d) inputs) is for the "
@@ -217,7 +234,8 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
         constructor=tuple((str(k), v) for k, v in dict(data.get("constructor", {})).items()),
         weights=tuple((str(k), str(v)) for k, v in dict(data.get("weights", {})).items()),
         biases=tuple(str(b) for b in data.get("biases", ())),
-        fused=str(data.get("fused", "blocks")),
+        fused="blocks" if layouts else str(fused),
+        fused_by_path=tuple((str(k), str(v)) for k, v in layouts.items()),
         return_keys=tuple(str(k) for k in keys),
         keywords=tuple(keywords.items()),
         constants=tuple((str(k), v) for k, v in dict(data.get("constants", {})).items()),
@@ -226,6 +244,7 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
         method=str(data.get("method", "")),
         ndim=int(data.get("ndim", 0)),
         axis=int(data["axis"]) if "axis" in data else None,
+        globals=tuple((str(k), v) for k, v in dict(data.get("globals", {})).items()),
     )
 
 

@@ -241,3 +241,128 @@ def test_a_typo_at_the_top_of_the_file_is_named(tmp_path: Path) -> None:
     (folder / "assignment.toml").write_text(text)
     with pytest.raises(ValueError, match="unknown key 'fucntion' in the file"):
         registry.get(str(folder))
+
+
+GPT_LECTURE = """\
+    import torch
+    import torch.nn as nn
+    from torch.nn import functional as F
+
+    class Head(nn.Module):
+        def __init__(self, head_size):
+            super().__init__()
+            self.key = nn.Linear(n_embd, head_size, bias=False)
+            self.query = nn.Linear(n_embd, head_size, bias=False)
+            self.value = nn.Linear(n_embd, head_size, bias=False)
+            # the lecture keeps its mask in a buffer sized by block_size; here it keeps every key
+            self.register_buffer("keep", torch.ones(block_size, block_size))
+
+        def forward(self, x, context):
+            B, T, C = x.shape
+            S = context.shape[1]
+            k, q, v = self.key(context), self.query(x), self.value(context)
+            wei = q @ k.transpose(-2, -1) * {scale}
+            wei = wei.masked_fill(self.keep[:T, :S] == 0, float("-inf"))
+            wei = F.softmax(wei, dim=-1)
+            return wei @ v
+
+    class MultiHeadAttention(nn.Module):
+        def __init__(self, num_heads, head_size):
+            super().__init__()
+            self.heads = nn.ModuleList([Head(head_size) for _ in range(num_heads)])
+            self.proj = nn.Linear(n_embd, n_embd)
+
+        def forward(self, x, context):
+            out = torch.cat([h(x, context) for h in self.heads], dim=-1)
+            return self.proj(out)
+    """
+
+
+def test_one_module_per_head_globals_and_a_buffer_sized_by_the_input(tmp_path: Path) -> None:
+    """The GPT lecture's layout: a ModuleList of heads (each mapped onto its d_k columns of
+    W_q, W_k, W_v), `n_embd` read from the module, a buffer sized by `block_size`."""
+    pytest.importorskip("torch")
+    folder = tmp_path / "gpt-lecture"
+    folder.mkdir()
+    (folder / "assignment.toml").write_text(textwrap.dedent("""\
+        id = "gpt-lecture-mha"
+        kind = "course"
+        task = "multi_head_attention"
+        function = "MultiHeadAttention"
+        signature = "MultiHeadAttention(num_heads, head_size).forward(x, context)"
+
+        [interface]
+        kind = "class"
+        parameters = ["X_q", "X_kv"]
+        arrays = "torch"
+        projections = "linear"
+        batch = "one"
+        constructor = { num_heads = "num_heads", head_size = "d_k" }
+        globals = { n_embd = "d_model", block_size = "seq_len" }
+        weights = { "heads.{h}.query.weight" = "W_q", "heads.{h}.key.weight" = "W_k", "heads.{h}.value.weight" = "W_v", "proj.weight" = "W_o" }
+        biases = ["proj.bias"]
+        mask = "none"
+        """))
+    correct = _grade(tmp_path, folder, GPT_LECTURE.format(scale="k.shape[-1] ** -0.5"), "gpt")
+    assert correct["score"] == correct["max_score"] and _named(correct) == [], correct["errors"]
+    assert not any(e["kind"] == "wrong-signature" for e in correct["errors"])
+    by_model = _grade(tmp_path, folder, GPT_LECTURE.format(scale="C ** -0.5"), "gpt_dmodel")
+    assert _named(by_model) == ["scale-by-dmodel"]
+
+
+TWO_PATHS = """\
+    import torch
+    import torch.nn as nn
+
+    class Attention(nn.Module):
+        def __init__(self, dim, heads):
+            super().__init__()
+            self.h, self.d = heads, dim // heads
+            self.qkv = nn.Linear(dim, 3 * dim, bias=False)   # self-attention: q | k | v
+            self.q = nn.Linear(dim, dim, bias=False)         # cross-attention: q, and
+            self.kv = nn.Linear(dim, 2 * dim, bias=False)    # k, v interleaved head by head
+            self.out = nn.Linear(dim, dim, bias=False)
+
+        def split(self, x):
+            B, N, _ = x.shape
+            return x.view(B, N, self.h, self.d).transpose(1, 2)
+
+        def forward(self, x, context):
+            B, N, C = x.shape
+            if context is x:
+                q, k, v = (self.split(t) for t in self.qkv(x).chunk(3, dim=-1))
+            else:
+                q = self.split(self.q(x))
+                kv = self.kv(context).view(B, context.shape[1], self.h, 2, self.d)
+                k, v = (kv[..., i, :].transpose(1, 2) for i in (0, 1))
+            w = (q @ k.transpose(-2, -1) / {scale}).softmax(dim=-1)
+            return self.out((w @ v).transpose(1, 2).reshape(B, N, C))
+    """
+
+
+def test_each_fused_weight_has_its_own_layout(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    folder = tmp_path / "two-paths"
+    folder.mkdir()
+    (folder / "assignment.toml").write_text(textwrap.dedent("""\
+        id = "two-paths"
+        kind = "course"
+        task = "multi_head_attention"
+        function = "Attention"
+        signature = "Attention(dim, heads).forward(x, context)"
+
+        [interface]
+        kind = "class"
+        parameters = ["X_q", "X_kv"]
+        arrays = "torch"
+        projections = "linear"
+        batch = "one"
+        mask = "none"
+        constructor = { dim = "d_model", heads = "num_heads" }
+        weights = { "qkv.weight" = "W_q|W_k|W_v", "q.weight" = "W_q", "kv.weight" = "W_k|W_v", "out.weight" = "W_o" }
+        fused = { "kv.weight" = "per-head" }
+        """))
+    correct = _grade(tmp_path, folder, TWO_PATHS.format(scale="self.d ** 0.5"), "correct")
+    _full_marks(correct)
+    buggy = _grade(tmp_path, folder, TWO_PATHS.format(scale="self.d"), "dk")
+    assert _named(buggy) == ["scale-by-dk"]

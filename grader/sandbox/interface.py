@@ -130,6 +130,10 @@ def course_arguments(spec, task, args):
     values["d_model"] = int(first.shape[-1])
     values["d_k"] = int(values["Q"].shape[-1]) if "Q" in values else (
         values["d_model"] // int(values["num_heads"]) if "num_heads" in values else None)
+    # the longest input sequence: what a mask held in a buffer is sized by (block_size)
+    keys = values.get("X_kv", values.get("K", first))
+    values["seq_len"] = (max(int(first.shape[-2]), int(keys.shape[-2])) if first.ndim >= 2
+                         else int(first.shape[-1]))
     convert = _framework(spec.get("arrays", "numpy"))
     parameters = spec.get("parameters") or CANONICAL_ARGUMENTS[task]
     return [convert(values[name]) for name in parameters], leading, values, convert
@@ -199,9 +203,22 @@ def _no_grad(module):
     return run
 
 
+def _set_globals(cls, spec, values):
+    """The module-level names the course's class reads, set where its methods look them up."""
+    if not spec.get("globals"):
+        return
+    namespace = next((f.__globals__ for f in vars(cls).values() if hasattr(f, "__globals__")),
+                     None)
+    if namespace is None:
+        raise InterfaceError(f"`{cls.__name__}` has no method of its own to read globals from")
+    for name, source in spec["globals"]:
+        namespace[name] = values[source] if isinstance(source, str) else source
+
+
 def _build_module(cls, spec, values):
     """The course's class, constructed and given the probe's weights (biases zero), in eval
     mode and the probe's dtype; a class that is not a torch module gets NumPy arrays."""
+    _set_globals(cls, spec, values)
     keywords = {}
     for name, source in spec.get("constructor") or ():
         keywords[name] = values[source] if isinstance(source, str) else source
@@ -218,10 +235,8 @@ def _build_module(cls, spec, values):
     if hasattr(module, "to"):
         module = module.to(dtype)
     with torch.no_grad():
-        for path, source in spec.get("weights") or ():
+        for path, source, data in _weights_by_path(spec, values):
             parameter = _attribute(module, path)
-            # nn.Linear keeps (out, in): the weight applied as x @ W.T; fused q|k|v stack rows
-            data = _weight_blocks(spec, values, source)
             if tuple(parameter.shape) != data.shape:
                 raise InterfaceError(f"`{path}` has shape {tuple(parameter.shape)}; the course's "
                                      f"interface gives it {source} of shape {data.shape}")
@@ -233,23 +248,39 @@ def _build_module(cls, spec, values):
     return module
 
 
-def _weight_blocks(spec, values, source):
+def _weight_blocks(spec, values, source, path=""):
     """The canonical weights ``source`` ("W_q" or a fused "W_q|W_k|W_v") as the course lays
-    them out."""
+    them out (the layout of ``path``'s fused weight, where the interface says one)."""
     blocks = [_asarray(values[name]) for name in source.split("|")]
     axis = 0 if spec.get("projections") == "linear" else 1
-    if spec.get("fused") == "per-head" and len(blocks) > 1:
+    layout = dict(spec.get("fused_by_path") or ()).get(path, spec.get("fused"))
+    if layout == "per-head" and len(blocks) > 1:
         heads = int(values["num_heads"])
         blocks = [part for head in zip(*(np.split(b, heads, axis=axis) for b in blocks))
                   for part in head]
     return np.concatenate(blocks, axis=axis)
 
 
-def _set_numpy_weights(module, spec, values):
+def _weights_by_path(spec, values):
+    """(attribute path, source, array) for each weight the interface sets. A path with ``{h}``
+    is one module per head (the GPT lecture's `heads.{h}.query.weight`): head h gets its slice
+    of the source, d_k wide."""
+    # nn.Linear keeps (out, in): the weight applied as x @ W.T; fused q|k|v stack rows
+    axis = 0 if spec.get("projections") == "linear" else 1
     for path, source in spec.get("weights") or ():
+        data = _weight_blocks(spec, values, source, path)
+        if "{h}" not in path:
+            yield path, source, data
+            continue
+        heads = int(values.get("num_heads") or 1)
+        for head, part in enumerate(np.split(data, heads, axis=axis)):
+            yield path.replace("{h}", str(head)), f"{source} (head {head})", part
+
+
+def _set_numpy_weights(module, spec, values):
+    for path, _source, data in _weights_by_path(spec, values):
         owner_path, _, name = path.rpartition(".")
         owner = _attribute(module, owner_path) if owner_path else module
-        data = _weight_blocks(spec, values, source)
         if isinstance(owner, dict):
             owner[name] = data.copy()
         else:
