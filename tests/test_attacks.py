@@ -616,10 +616,19 @@ def test_a_correct_submission_may_write_in_its_own_folder(tmp_path: Path) -> Non
     """Each layer is set up as intended or named missing, never silently partial (the uid drop
     once came before Landlock's rules, which then left out the run's own folder)."""
     writes = textwrap.dedent("""\
-        import os
+        import os, sys, tempfile
         open("notes.txt", "w").write("scratch")
         os.makedirs("plots", exist_ok=True)
         open(os.path.join("plots", "a.txt"), "w").write("x")
+        # by absolute path too (the import system, tempfile): reachable as the run's own uid
+        open(os.path.join(os.getcwd(), "plots", "b.txt"), "w").write("y")
+        with tempfile.NamedTemporaryFile("w") as scratch:
+            scratch.write("z")
+        os.makedirs("helpers", exist_ok=True)
+        open("helpers/__init__.py", "w").write("VALUE = 1\\n")
+        sys.path.insert(0, os.getcwd())
+        import helpers
+        assert helpers.VALUE == 1
         """)
     call = ("\n_right = scaled_dot_product_attention\n"
             "def scaled_dot_product_attention(Q, K, V, mask=None):\n"

@@ -334,6 +334,7 @@ def drop_to_nobody(workdir, needed, uid=UNPRIVILEGED_ID):
         for root, dirs, files in os.walk(workdir):
             for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
                 os.lchown(name, uid, uid)
+        os.chmod(workdir, 0o700)  # its own, and no other run's
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)

@@ -60,7 +60,10 @@ def new_base() -> Path:
     """A run's private folder: ``work`` (the child's), ``log`` (its output) and ``root``."""
     base = Path(tempfile.mkdtemp(prefix="attention-grader-"))
     for folder in ("work", "log", "root"):
-        (base / folder).mkdir()
+        (base / folder).mkdir(mode=0o700)
+    # searchable, not listable: a run that continues as a uid of its own reaches its working
+    # directory by its absolute path (Python's import system, tempfile), and nothing else here
+    base.chmod(0o711)
     return base
 
 
