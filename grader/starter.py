@@ -86,8 +86,9 @@ def starter_notebook(spec: Assignment) -> str:
         _cell("markdown", "## Check your work\n\n"
                           "This runs the grader's probes on your function and names the "
                           "misconception behind any wrong answer. It needs the grader installed "
-                          "in this kernel (`pip install attention-grader`, or the course's "
-                          "copy). Your function runs here, in your own kernel."),
+                          "in this kernel: `pip install` it from the copy or repository your "
+                          "course gives you (it is not on PyPI). Your function runs here, in "
+                          "your own kernel."),
         _cell("code", f"from grader import check\n\ncheck({spec.function}"
                       + ("" if spec.info.kind == "builtin" else f", assignment={spec.id!r}")
                       + ")"),
@@ -166,7 +167,8 @@ style gets full marks: loops, `@`, `einsum`, float32, PyTorch tensors.
 2. **In the notebook**: run the last cell, `from grader import check; check({spec.function})`.
 3. **pytest**: `pytest --attention-submission {spec.id}.ipynb` turns every check into a test.
 
-Install the grader once with `pip install attention-grader` (or the copy your course gives you).
+Install the grader once with `pip install` and the copy or repository address your course gives you
+(the grader is not published on PyPI).
 Every push to this repository is graded the same way by GitHub Classroom; open the run's summary
 page for the feedback.
 

@@ -131,3 +131,21 @@ def test_every_bank_item_has_a_plain_summary() -> None:
                                 QUESTION_BANK_INDEX.read_text(), re.M))
         assert listed == set(ITEMS)
     assert all(BANK_ID.match(item) and 10 < len(text) <= 90 for item, text in ITEMS.items())
+
+
+def test_the_contract_document_names_every_id_and_error_kind() -> None:
+    """CONTRACT.md is the project's own contract: every misconception ID, every assignment and
+    every error kind of the report's schema is in it."""
+    from pathlib import Path
+
+    from grader import registry
+    from grader.core.report import schema
+
+    contract = (Path(__file__).parents[1] / "CONTRACT.md").read_text()
+    for row in catalogue.CATALOGUE:
+        assert f"`{row.id}`" in contract, row.id
+    for assignment in registry.builtins():
+        assert f"`{assignment}`" in contract, assignment
+    error = schema()["properties"]["errors"]["items"]["properties"]["kind"]["enum"]
+    for kind in error:
+        assert f"`{kind}`" in contract, kind
