@@ -158,9 +158,15 @@ class Job:
 
 def grade_entry(job: Job) -> dict[str, Any]:
     """Grade one student's submission: every candidate file, keeping the best report."""
+    from grader import registry, sandbox
     from grader.pipeline import grade_best_of
 
     entry = job.entry
+    # the fork server imports the course's framework once, not every fork (a torch class
+    # paid torch's import for every student)
+    framework = registry.get(job.assignment).interface.arrays
+    if framework in registry.FRAMEWORK_PACKAGES:
+        sandbox.warm_frameworks((framework,))
     report = grade_best_of(entry.files, assignment=job.assignment, seed=job.seed,
                            limits=job.limits, label=entry.student)
     report["metadata"].update(student=entry.student, batch_key=job.key,

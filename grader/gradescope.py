@@ -149,6 +149,9 @@ def build_zip(assignment: str, output: Path, *, seed: int | None = None,
     extra = None if info.id in registry.shipped() else info
     if hidden_visibility not in VISIBILITIES:
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}")
+    # the framework the course's code is written in is installed with the grader (a torch
+    # course's correct code once scored 0 there, told `torch` was missing)
+    packages = (*packages, *registry.framework_packages(info.interface, tuple(packages)))
     config = {
         "assignment": info.id,
         "seed": secrets.randbelow(2**31 - 1) + 1 if seed is None else int(seed),

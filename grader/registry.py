@@ -58,6 +58,24 @@ INTERFACE_CHOICES = {
 }
 
 
+#: what to install for the framework an interface names (its arrays), where submissions are
+#: graded: Gradescope's image, the Classroom action
+FRAMEWORK_PACKAGES = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax[cpu]"}
+
+
+def framework_packages(interface: Interface, given: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The framework package the interface needs, unless ``given`` (pip requirements) already
+    names it."""
+    package = FRAMEWORK_PACKAGES.get(interface.arrays)
+    if package is None:
+        return ()
+    name = package.split("[")[0]
+    import re
+
+    named = {re.split(r"[\[<>=!~; ]", g.strip(), maxsplit=1)[0].lower() for g in given}
+    return () if name in named else (package,)
+
+
 @dataclass(frozen=True)
 class Interface:
     """How a course's code is called: the canonical arguments of the task mapped to the course's

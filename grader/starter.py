@@ -12,6 +12,7 @@ import json
 import textwrap
 from pathlib import Path
 
+from grader import registry
 from grader.core.assignments import Assignment, get
 
 #: where classrooms find the action; courses that fork the grader change this line
@@ -103,6 +104,12 @@ def starter_notebook(spec: Assignment) -> str:
     return json.dumps(notebook, indent=1) + "\n"
 
 
+def _packages_input(spec: Assignment) -> str:
+    """The action's `packages` input: the framework the course's code is written in."""
+    packages = registry.framework_packages(spec.interface)
+    return f"\n          packages: {' '.join(packages)}" if packages else ""
+
+
 def classroom_workflow(spec: Assignment) -> str:
     return f"""\
 # GitHub Classroom autograding for `{spec.id}`: put this file at .github/workflows/classroom.yml
@@ -129,7 +136,7 @@ jobs:
         uses: {ACTION_REFERENCE}
         with:
           submission: {spec.id}.ipynb
-          assignment: {spec.id}
+          assignment: {spec.id}{_packages_input(spec)}
       - name: Autograding Reporter
         uses: classroom-resources/autograding-grading-reporter@v1
         env:

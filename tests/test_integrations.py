@@ -158,6 +158,45 @@ def test_autograder_zip_grades_like_the_cli(tmp_path: Path) -> None:
     assert (root / "source" / "autograder.json").stat().st_mode & 0o077 == 0
 
 
+@pytest.mark.parametrize("preset,framework", [("cs231n-multi-head-attention", "torch"),
+                                              ("coursera-dls-attention", "tensorflow"),
+                                              ("attention", None)])
+def test_the_framework_a_course_names_is_installed_where_it_is_graded(
+        tmp_path: Path, preset: str, framework: str | None) -> None:
+    """A torch course's bundle installs torch (its correct code once scored 0 on Gradescope,
+    told torch was missing), and so does its Classroom workflow; a version given by the
+    instructor is kept, not doubled."""
+    from grader.starter import kit_files
+
+    zip_path = tmp_path / "autograder.zip"
+    assert run_cli("gradescope-zip", preset, "-o", str(zip_path)).returncode == 0
+    setup = zipfile.ZipFile(zip_path).read("setup.sh").decode()
+    workflow = kit_files(preset)[".github/workflows/classroom.yml"]
+    if framework is None:
+        assert "pip install ./attention-grader" in setup and "torch" not in setup
+        assert "packages:" not in workflow
+        return
+    assert setup.rstrip().endswith(f"pip install {framework}")
+    assert f"packages: {framework}" in workflow
+    pinned = tmp_path / "pinned.zip"
+    assert run_cli("gradescope-zip", preset, "-o", str(pinned), "--package",
+                   f"{framework}==9.9").returncode == 0
+    setup = zipfile.ZipFile(pinned).read("setup.sh").decode()
+    assert setup.rstrip().endswith(f"pip install {framework}==9.9")
+
+
+def test_a_missing_package_is_visible_under_hidden_probes() -> None:
+    from grader.model import GraderError
+    from grader.pipeline import error_report
+    from grader.render import RENDERERS
+
+    report = error_report("attention", [GraderError(
+        "missing-dependency", "`import torch` failed: `torch` is not installed")],
+        {"submission": "a.py", "seed": 99, "hidden_probes": True})
+    results = json.loads(RENDERERS["gradescope"](report, hidden_visibility="after_published"))
+    assert "`torch` is not installed" in results["output"]
+
+
 def test_autograder_setup_installs_the_extra_packages(tmp_path: Path) -> None:
     zip_path = tmp_path / "autograder.zip"
     built = run_cli("gradescope-zip", "attention", "-o", str(zip_path), "--package", "scipy",

@@ -27,7 +27,8 @@ from grader.render.verdict import (
 _SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 #: errors that happen before any probe runs: their messages cannot show a probe's values
 LOADING_ERRORS = frozenset({"syntax-error", "invalid-notebook", "missing-function",
-                            "forbidden-import", "isolation-unavailable"})
+                            "forbidden-import", "isolation-unavailable",
+                            "missing-dependency"})
 HIDDEN_DETAIL = ("(details come from hidden tests: they are shown with the tests once grades are "
                  "published)")
 

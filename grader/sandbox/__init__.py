@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["SKIP_LAYERS_VARIABLE", "Planner", "Submission", "run", "start_fork_server",
-           "use_fork_server"]
+           "use_fork_server", "warm_frameworks"]
 
 
 def __getattr__(name: str) -> Any:
@@ -27,10 +27,11 @@ def __getattr__(name: str) -> Any:
         from grader.sandbox.child import SKIP_LAYERS_VARIABLE
 
         return SKIP_LAYERS_VARIABLE
-    if name in ("start_fork_server", "use_fork_server"):
+    if name in ("start_fork_server", "use_fork_server", "warm_frameworks"):
         from grader.sandbox import forkserver
 
-        return forkserver.start if name == "start_fork_server" else forkserver.use_fork_server
+        return {"start_fork_server": forkserver.start, "use_fork_server":
+                forkserver.use_fork_server, "warm_frameworks": forkserver.warm_frameworks}[name]
     if name == "Submission":
         from grader.model import Submission
 

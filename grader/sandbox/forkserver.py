@@ -29,7 +29,7 @@ class ForkServer:
     The server never loads grader code, so a fork holds nothing of the grader's either.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, frameworks: tuple[str, ...] = ()) -> None:
         import socket
 
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -37,11 +37,13 @@ class ForkServer:
         # directory (a folder made here outlived pool workers that end without exit handlers)
         self.home = tempfile.gettempdir()
         self.process = subprocess.Popen(
-            [sys.executable, "-I", "-B", str(WORKER), "--zygote", str(theirs.fileno())],
+            [sys.executable, "-I", "-B", str(WORKER), "--zygote", str(theirs.fileno()),
+             *frameworks],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             cwd=self.home, env=child_environment(self.home, secrets.token_hex(8)),
             pass_fds=(theirs.fileno(),), start_new_session=True)
         theirs.close()
+        self.frameworks = frameworks
         self.socket = ours
         self.exits: dict[int, int] = {}
 
@@ -116,6 +118,8 @@ class Forked:
 
 _fork_server: ForkServer | None = None
 _use_fork_server = False
+#: the frameworks the server imports before forking (a course's torch, TensorFlow or JAX)
+_frameworks: tuple[str, ...] = ()
 
 
 def in_use() -> bool:
@@ -135,6 +139,17 @@ def start() -> None:
     current()
 
 
+def warm_frameworks(names: tuple[str, ...]) -> None:
+    """Have the server import these frameworks once, before it forks (the next server started
+    does: a running one without them is replaced)."""
+    global _frameworks
+    wanted = tuple(sorted(set(_frameworks) | set(names)))
+    if wanted != _frameworks:
+        _frameworks = wanted
+        if _fork_server is not None and _fork_server.frameworks != wanted:
+            _fork_server.close()
+
+
 def current() -> ForkServer | None:
     global _fork_server
     if not _use_fork_server:
@@ -142,6 +157,6 @@ def current() -> ForkServer | None:
     if _fork_server is None or not _fork_server.alive():
         if _fork_server is not None:
             _fork_server.close()
-        _fork_server = ForkServer()
+        _fork_server = ForkServer(_frameworks)
         atexit.register(_fork_server.close)
     return _fork_server
