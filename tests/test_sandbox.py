@@ -23,6 +23,20 @@ FAST = Limits(import_seconds=3, call_seconds=0.6, total_seconds=10, cell_seconds
 HEADER = "import numpy as np, os, sys, time, subprocess, signal, threading\n"
 
 
+@pytest.fixture(autouse=True, scope="module")
+def refused_here(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Where the grader refuses to run anything (no namespaces, no Landlock, no uid to drop
+    to: an ordinary user on a restricted runner), these guarantees have nothing to hold on;
+    that refusal is tested in test_attacks.py."""
+    from grader import grade
+
+    path = tmp_path_factory.mktemp("probe") / "attention.py"
+    path.write_text(CORRECT)
+    report = grade(path, assignment="attention")
+    if [e["kind"] for e in report["errors"]] == ["isolation-unavailable"]:
+        pytest.skip("the grader refuses to run here (no filesystem layer)")
+
+
 @pytest.fixture(autouse=True, params=["fresh-interpreter", "fork-server"])
 def start_mode(request: pytest.FixtureRequest):
     """Every guarantee holds both for a fresh interpreter per submission (grade, check) and for a

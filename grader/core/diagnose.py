@@ -131,6 +131,10 @@ def diagnose(assignment: Assignment, probes: Sequence[Probe],
         if recipe is None:  # nothing explains every probe, or the reference does where calls ran
             recipe = _batch_fallback(matcher, probes, indices)
             extra = (catalogue.detected_by("batch"),)
+        elif _every_batched_call_failed(matcher, probes, indices):
+            # the mistake found explains the 2-D calls, and no call with leading axes worked:
+            # a second, separate gap (2-D-only code that also divides by d_k)
+            extra = (catalogue.detected_by("batch"),)
         if recipe is not None:
             for misconception_id in dict.fromkeys((*catalogue.ids_for(assignment.task.name, recipe),
                                                    *extra)):
@@ -154,6 +158,17 @@ def _place(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[C
     if place.used is not None:
         computes = f"{STAGE_WORDS.get(place.used, place.used)}, used as {computes}"
     return quote(place.cell, place.line, computes, sources)
+
+
+def _every_batched_call_failed(matcher: _Matcher, probes: Sequence[Probe],
+                               indices: Sequence[int]) -> bool:
+    """Did every batched call fail (raise, die or return a wrong shape) where the 2-D calls of
+    the same kind (masked or not) worked?"""
+    unbatched = [i for i in indices if not probes[i].batched]
+    ran = {"masked" in probes[i].tags for i in unbatched if matcher.outcomes[i].ok}
+    batched = [i for i in indices if probes[i].batched and ("masked" in probes[i].tags) in ran]
+    return bool(batched) and all(
+        matcher.outcomes[i].error_kind in CRASHES | {"wrong-shape"} for i in batched)
 
 
 def _batch_fallback(matcher: _Matcher, probes: Sequence[Probe],

@@ -1,0 +1,11 @@
+# expect: missing-normalization no-batch-support
+import numpy as np
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    d_k = Q.shape[1]
+    scores = np.dot(Q, K.T) / np.sqrt(d_k)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return np.dot(weights, V), weights
