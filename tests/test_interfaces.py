@@ -22,7 +22,18 @@ pytestmark = pytest.mark.e2e  # starts child processes: the slow tier
 HEADER = {
     "softmax": ('task = "softmax"\nfunction = "{function}"\nsignature = "{function}(...)"\n'),
     "attention": ('task = "attention"\nfunction = "{function}"\nsignature = "{function}(...)"\n'),
+    "multi_head_attention": ('task = "multi_head_attention"\nfunction = "{function}"\n'
+                             'signature = "{function}(...).forward(x, context)"\n'),
 }
+#: a torch module called as module(x, context), nn.Linear weights, (B, n, d) inputs, no mask
+TORCH_MODULE = """\
+    kind = "class"
+    parameters = ["X_q", "X_kv"]
+    arrays = "torch"
+    projections = "linear"
+    batch = "one"
+    mask = "none"
+    """
 
 
 def _course(tmp_path: Path, task: str, function: str, interface: str) -> Path:
@@ -282,27 +293,12 @@ def test_one_module_per_head_globals_and_a_buffer_sized_by_the_input(tmp_path: P
     """The GPT lecture's layout: a ModuleList of heads (each mapped onto its d_k columns of
     W_q, W_k, W_v), `n_embd` read from the module, a buffer sized by `block_size`."""
     pytest.importorskip("torch")
-    folder = tmp_path / "gpt-lecture"
-    folder.mkdir()
-    (folder / "assignment.toml").write_text(textwrap.dedent("""\
-        id = "gpt-lecture-mha"
-        kind = "course"
-        task = "multi_head_attention"
-        function = "MultiHeadAttention"
-        signature = "MultiHeadAttention(num_heads, head_size).forward(x, context)"
-
-        [interface]
-        kind = "class"
-        parameters = ["X_q", "X_kv"]
-        arrays = "torch"
-        projections = "linear"
-        batch = "one"
-        constructor = { num_heads = "num_heads", head_size = "d_k" }
-        globals = { n_embd = "d_model", block_size = "seq_len" }
-        weights = { "heads.{h}.query.weight" = "W_q", "heads.{h}.key.weight" = "W_k", "heads.{h}.value.weight" = "W_v", "proj.weight" = "W_o" }
-        biases = ["proj.bias"]
-        mask = "none"
-        """))
+    folder = _course(tmp_path, "multi_head_attention", "MultiHeadAttention", TORCH_MODULE + """\
+    constructor = { num_heads = "num_heads", head_size = "d_k" }
+    globals = { n_embd = "d_model", block_size = "seq_len" }
+    weights = { "heads.{h}.query.weight" = "W_q", "heads.{h}.key.weight" = "W_k", "heads.{h}.value.weight" = "W_v", "proj.weight" = "W_o" }
+    biases = ["proj.bias"]
+    """)
     correct = _grade(tmp_path, folder, GPT_LECTURE.format(scale="k.shape[-1] ** -0.5"), "gpt")
     assert correct["score"] == correct["max_score"] and _named(correct) == [], correct["errors"]
     assert not any(e["kind"] == "wrong-signature" for e in correct["errors"])
@@ -342,26 +338,11 @@ TWO_PATHS = """\
 
 def test_each_fused_weight_has_its_own_layout(tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    folder = tmp_path / "two-paths"
-    folder.mkdir()
-    (folder / "assignment.toml").write_text(textwrap.dedent("""\
-        id = "two-paths"
-        kind = "course"
-        task = "multi_head_attention"
-        function = "Attention"
-        signature = "Attention(dim, heads).forward(x, context)"
-
-        [interface]
-        kind = "class"
-        parameters = ["X_q", "X_kv"]
-        arrays = "torch"
-        projections = "linear"
-        batch = "one"
-        mask = "none"
-        constructor = { dim = "d_model", heads = "num_heads" }
-        weights = { "qkv.weight" = "W_q|W_k|W_v", "q.weight" = "W_q", "kv.weight" = "W_k|W_v", "out.weight" = "W_o" }
-        fused = { "kv.weight" = "per-head" }
-        """))
+    folder = _course(tmp_path, "multi_head_attention", "Attention", TORCH_MODULE + """\
+    constructor = { dim = "d_model", heads = "num_heads" }
+    weights = { "qkv.weight" = "W_q|W_k|W_v", "q.weight" = "W_q", "kv.weight" = "W_k|W_v", "out.weight" = "W_o" }
+    fused = { "kv.weight" = "per-head" }
+    """)
     correct = _grade(tmp_path, folder, TWO_PATHS.format(scale="self.d ** 0.5"), "correct")
     _full_marks(correct)
     buggy = _grade(tmp_path, folder, TWO_PATHS.format(scale="self.d"), "dk")
