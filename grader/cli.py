@@ -325,19 +325,40 @@ def schema() -> None:
     click.echo(json.dumps(report_schema(), indent=2))
 
 
+def _explain_bank_item(item: str) -> None:
+    """A question-bank item: what it is about, and the misconceptions that cite it, explained."""
+    from reference.catalogue import CATALOGUE
+    from reference.question_bank import ITEMS
+
+    click.echo(f"{item} (question bank): {ITEMS[item]}\n")
+    citing = [row for row in CATALOGUE if item in row.question_bank]
+    if citing:
+        click.echo("The mistakes it is about:\n")
+    for row in citing:
+        click.echo(f"{row.id}: {row.title}")
+        click.echo(f"  {row.explanation}\n")
+    click.echo("The item's full text is in your course's question bank (its INDEX.md lists "
+               "every item by this ID).")
+
+
 @main.command()
 @click.argument("misconception_id")
 def explain(misconception_id: str) -> None:
-    """Explain one misconception ID."""
+    """Explain one misconception ID, or a question-bank item (A-err-2) a report cites."""
     from reference.catalogue import BY_ID
+    from reference.question_bank import ITEMS
 
+    if misconception_id in ITEMS:
+        _explain_bank_item(misconception_id)
+        return
     row = BY_ID.get(misconception_id)
     if row is None:
         import difflib
 
-        close = difflib.get_close_matches(misconception_id, list(BY_ID), n=1)
+        close = difflib.get_close_matches(misconception_id, [*BY_ID, *ITEMS], n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise click.UsageError(f"unknown misconception {misconception_id!r}.{hint}")
+        raise click.UsageError(f"unknown misconception or question-bank item "
+                               f"{misconception_id!r}.{hint}")
     assignments_of = sorted({t for v in row.variants for t in v.tasks}) or ["all"]
     click.echo(f"{row.id}: {row.title}\n")
     click.echo(row.explanation + "\n")

@@ -153,3 +153,20 @@ def test_a_graded_submission_exits_with_its_report_written(tmp_path: Path) -> No
     result = run_cli("grade", str(SUBMISSIONS / "attention" / "scale_by_dk.py"), "-o", str(out))
     assert result.returncode == 0
     assert [m["id"] for m in json.loads(out.read_text())["misconceptions"]] == ["scale-by-dk"]
+
+
+def test_explain_answers_every_question_bank_item_a_report_cites() -> None:
+    """A report says "More on each: attention-grader explain A-err-6": that command answers,
+    for every item any misconception cites."""
+    from reference.catalogue import CATALOGUE
+
+    cited = sorted({item for row in CATALOGUE for item in row.question_bank})
+    for item in cited[:: max(1, len(cited) // 6)]:
+        done = run_cli("explain", item)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith(f"{item} (question bank): ")
+    report = json.loads(run_cli("grade", str(SUBMISSIONS / "attention" / "scale_by_dk.py"),
+                                "--format", "json").stdout)
+    text = run_cli("check", str(SUBMISSIONS / "attention" / "scale_by_dk.py")).stdout
+    first = report["misconceptions"][0]["question_bank"][0]
+    assert f"attention-grader explain {first}" in " ".join(text.split())

@@ -54,7 +54,10 @@ def read_more(item: dict[str, Any]) -> str | None:
     """The finding's question-bank items, each with what it is about."""
     from reference.question_bank import read_more as about
 
-    return about(item["question_bank"]) if item.get("question_bank") else None
+    items = item.get("question_bank")
+    if not items:
+        return None
+    return f"{about(items)}. More on each: attention-grader explain {items[0]}"
 
 
 def grading_errors(report: dict[str, Any]) -> list[dict[str, Any]]:
