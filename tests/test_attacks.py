@@ -560,6 +560,7 @@ def test_a_link_to_a_classmates_file_is_not_followed_in_a_batch(tmp_path: Path,
     (folder / "mal" / "attention.py").symlink_to("../ann/attention.py")
     (folder / "bob.py").symlink_to(folder / "ann" / "attention.py")
     run_batch(discover([str(folder)]), "attention", out, jobs=1)
+    _isolated(json.loads((out / "ann.json").read_text()))
     assert json.loads((out / "ann.json").read_text())["score"] == 10
     for copier in ("mal", "bob"):
         report = json.loads((out / f"{copier}.json").read_text())

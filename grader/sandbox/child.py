@@ -147,7 +147,9 @@ class Child:
         # everything is killed before this returns; the dying are reaped in the background:
         # the kernel takes a moment (a fifth of a second here) to take down the namespaces
         # they leave, and no grading need wait for it
-        kill_run(self.process.pid, self.marker, self.spared, settle=False, uid=self.uid)
+        adopters = frozenset({self.server.process.pid}) if self.server is not None else frozenset()
+        kill_run(self.process.pid, self.marker, self.spared, settle=False, uid=self.uid,
+                 adopters=adopters)
         if self.server is not None:  # the server reaps its forks; it is told to sweep up
             self.server.sweep()
         else:

@@ -106,11 +106,14 @@ def _owner(pid: int) -> int | None:
 
 
 def stray_processes(session: int, marker: str, spared: set[int],
-                    uid: int | None = None, *, thorough: bool = True) -> list[int]:
+                    uid: int | None = None, *, thorough: bool = True,
+                    adopters: frozenset[int] = frozenset()) -> list[int]:
     """Processes left by one run: in its session, descended from its first process (however
     deep, whatever session they made), adopted by us, running as the run's own ``uid``, or
-    (``thorough``: reading every process's environment) carrying its marker. Not those of the
-    first process's own group: ``kill_run`` kills that group as a whole, first."""
+    (``thorough``: reading every process's environment) carrying its marker, or adopted by one
+    of the ``adopters`` (the fork server: runs in one process take turns, so what it adopted is
+    this run's). Not those of the first process's own group: ``kill_run`` kills that group as a
+    whole, first."""
     me = os.getpid()
     try:
         pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
@@ -129,7 +132,8 @@ def stray_processes(session: int, marker: str, spared: set[int],
         parents[pid] = parent
         if group == session:
             signalled.add(pid)
-        elif (sid == session or parent == me or (uid is not None and _owner(pid) == uid)
+        elif (sid == session or parent == me or parent in adopters
+              or (uid is not None and _owner(pid) == uid)
                 or (thorough and _carries_marker(pid, marker))):
             found.add(pid)
     # the descendants of the run's first process and of everything found so far
@@ -234,7 +238,7 @@ def own_children() -> set[int]:
 
 
 def kill_run(pid: int, marker: str, spared: set[int], *, settle: bool = True,
-             uid: int | None = None) -> None:
+             uid: int | None = None, adopters: frozenset[int] = frozenset()) -> None:
     """SIGKILL the child's process group and every process the run left behind; reap ours.
     ``settle=False`` returns once everything is killed, without waiting for the dying to be
     gone (see ``settle_and_reap``)."""
@@ -248,7 +252,7 @@ def kill_run(pid: int, marker: str, spared: set[int], *, settle: bool = True,
         # process not yet killed keeps this loop going. The first look reads every process's
         # environment for the marker; what comes later is found by its ancestry, session or uid
         strays = [s for s in stray_processes(pid, marker, spared | {pid}, uid,
-                                             thorough=attempt == 0)
+                                             thorough=attempt == 0, adopters=adopters)
                   if s not in killed]
         # the scan leaves out the first group's members: whatever is in it now (one that
         # joined it since the first kill too) is killed with it again
