@@ -232,6 +232,9 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
     if data.get("batch") == "heads" and task != "attention":
         raise ValueError(f"{where}: batch = \"heads\" ((B, h, n, d) inputs) is for the "
                          "attention task")
+    if task == "softmax" and data.get("batch", "any") != "any":
+        raise ValueError(f"{where}: batch is for attention and multi-head attention; for "
+                         "softmax, ndim = 2 says the code takes rows of a matrix only")
     if ("ndim" in data or "axis" in data) and task != "softmax":
         raise ValueError(f"{where}: ndim and axis are for the softmax task")
     if data.get("ndim", 0) not in (0, 2) or data.get("axis", -1) not in (0, -1):

@@ -246,7 +246,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "along a different axis (for example it ignores the `axis` argument and always uses the "
         "last one).",
         ("A-err-1", "B-2"),
-        _v("axis", "last", "first", only=("softmax",)),
+        _v("axis", "last", "first", "second", only=("softmax",)),
         "asked for axis={axis}, your slices sum to 1 along another axis",
         fix=('Use the `axis` argument you are given in both the max and the sum '
              '(`axis=axis, keepdims=True`), not a fixed axis.'),

@@ -208,7 +208,7 @@ def attention(
 def softmax(recipe: Recipe, x: Array, axis: int = -1, record: Stages | None = None) -> Array:
     """The ``softmax`` assignment under ``recipe``."""
     axis_choice = _choice(recipe, "axis")
-    used_axis = {"given": axis, "last": -1, "first": 0}[axis_choice]
+    used_axis = {"given": axis, "last": -1, "first": 0, "second": 1}[axis_choice]
     normalize = _choice(recipe, "normalize")
     with np.errstate(all="ignore"):
         if normalize == "global":

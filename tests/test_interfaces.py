@@ -231,6 +231,7 @@ def test_softmax_over_a_fixed_first_axis(tmp_path: Path) -> None:
     ('constants = ["dropout"]', "constants in [interface] must be a table"),
     ('keywords = { mask = "the_mask" }', "parameter 'the_mask' is not one of"),
     ("axis = 1", "axis 0 or -1"),
+    ('batch = "one"\naxis = 0', "for softmax, ndim = 2 says"),
 ])
 def test_a_wrong_key_or_value_is_a_clear_error_before_anything_runs(
         tmp_path: Path, interface: str, message: str) -> None:
