@@ -196,21 +196,20 @@ def has_submission_suffix(path: Path) -> bool:
 
 
 def stays_within(path: Path, folder: Path) -> bool:
-    """Does ``path``, links followed, lie inside ``folder`` (links followed)? A link out of a
+    """Does ``path`` lie inside ``folder``, both with their links followed? A link out of a
     submission's own folder (to a classmate's file, a credential) is never read."""
     real, root = os.path.realpath(path), os.path.realpath(folder)
     return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def load(path: Path, within: Path | None = None) -> Submission:
-    """Read ``path``: ``.ipynb`` as a notebook, ``.py`` as Python source (any case). ``within``
-    is the submission's own folder (its parent by default): a path that leads out of it through
-    a link is refused, never read."""
+def load(path: Path) -> Submission:
+    """Read ``path``: ``.ipynb`` as a notebook, ``.py`` as Python source (any case). A path that
+    leads out of its own folder through a link is refused, never read."""
     name = printable_name(path.name)
     if not has_submission_suffix(path):
         raise LoadError(GraderError(
             "missing-function", f"{name} is not a .py file or an .ipynb notebook"))
-    if not stays_within(path, within if within is not None else path.parent):
+    if not stays_within(path, path.parent):
         raise LoadError(GraderError(
             "missing-function", f"{name} is a link to a file outside the submission's folder; "
                                 "links out of the submission are not followed"))

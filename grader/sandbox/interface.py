@@ -248,11 +248,17 @@ def _build_module(cls, spec, values):
     return module
 
 
+def _output_axis(spec):
+    """The axis of a weight that runs over its outputs: nn.Linear keeps (out, in), applied as
+    x @ W.T; SPEC's weights are (in, out). Fused q|k|v blocks and heads lie along it."""
+    return 0 if spec.get("projections") == "linear" else 1
+
+
 def _weight_blocks(spec, values, source, path=""):
     """The canonical weights ``source`` ("W_q" or a fused "W_q|W_k|W_v") as the course lays
     them out (the layout of ``path``'s fused weight, where the interface says one)."""
     blocks = [_asarray(values[name]) for name in source.split("|")]
-    axis = 0 if spec.get("projections") == "linear" else 1
+    axis = _output_axis(spec)
     layout = dict(spec.get("fused_by_path") or ()).get(path, spec.get("fused"))
     if layout == "per-head" and len(blocks) > 1:
         heads = int(values["num_heads"])
@@ -265,8 +271,7 @@ def _weights_by_path(spec, values):
     """(attribute path, source, array) for each weight the interface sets. A path with ``{h}``
     is one module per head (the GPT lecture's `heads.{h}.query.weight`): head h gets its slice
     of the source, d_k wide."""
-    # nn.Linear keeps (out, in): the weight applied as x @ W.T; fused q|k|v stack rows
-    axis = 0 if spec.get("projections") == "linear" else 1
+    axis = _output_axis(spec)
     for path, source in spec.get("weights") or ():
         data = _weight_blocks(spec, values, source, path)
         if "{h}" not in path:

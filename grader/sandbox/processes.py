@@ -76,16 +76,8 @@ def _read(path: str) -> bytes | None:
         os.close(fd)
 
 
-def _proc_status(pid: int) -> tuple[int, int] | None:
-    """(parent pid, session id) of a live (not zombie) process, from /proc."""
-    fields = _stat(pid)
-    if fields is None or fields[0] in ("Z", "X"):
-        return None
-    return int(fields[1]), int(fields[3])
-
-
-def _group_and_status(pid: int) -> tuple[int, int, int] | None:
-    """(parent pid, process group, session id) of a live (not zombie) process."""
+def _proc_status(pid: int) -> tuple[int, int, int] | None:
+    """(parent pid, process group, session id) of a live (not zombie) process, from /proc."""
     fields = _stat(pid)
     if fields is None or fields[0] in ("Z", "X"):
         return None
@@ -125,7 +117,7 @@ def stray_processes(session: int, marker: str, spared: set[int],
     for pid in pids:
         if pid == me or pid in spared:
             continue
-        status = _group_and_status(pid)
+        status = _proc_status(pid)
         if status is None:
             continue
         parent, group, sid = status
@@ -137,15 +129,23 @@ def stray_processes(session: int, marker: str, spared: set[int],
                 or (thorough and _carries_marker(pid, marker))):
             found.add(pid)
     # the descendants of the run's first process and of everything found so far
-    roots, grew = found | signalled | {session}, True
-    while grew:
-        grew = False
-        for pid, parent in parents.items():
-            if parent in roots and pid not in roots:
-                roots.add(pid)
-                found.add(pid)
-                grew = True
+    found |= _descendants(parents, found | signalled | {session})
     return sorted(found - signalled)
+
+
+def _descendants(parents: dict[int, int], roots: set[int]) -> set[int]:
+    """Every process below ``roots``, however deep (``parents``: pid -> parent pid)."""
+    children: dict[int, list[int]] = {}
+    for pid, parent in parents.items():
+        children.setdefault(parent, []).append(pid)
+    below: set[int] = set()
+    waiting = list(roots)
+    while waiting:
+        for child in children.get(waiting.pop(), ()):
+            if child not in below and child not in roots:
+                below.add(child)
+                waiting.append(child)
+    return below
 
 
 def tree_cpu_seconds(root: int) -> float:
@@ -164,13 +164,7 @@ def tree_cpu_seconds(root: int) -> float:
         parents[pid] = int(fields[1])
         # utime, stime, and the children's (reaped) cutime, cstime
         ticks[pid] = sum(int(x) for x in fields[11:15])
-    tree, grew = {root}, True
-    while grew:
-        grew = False
-        for pid, parent in parents.items():
-            if parent in tree and pid not in tree:
-                tree.add(pid)
-                grew = True
+    tree = {root} | _descendants(parents, {root})
     return sum(ticks.get(pid, 0) for pid in tree) / os.sysconf("SC_CLK_TCK")
 
 
@@ -234,7 +228,7 @@ def own_children() -> set[int]:
         pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
     except OSError:
         return set()
-    return {pid for pid in pids if (_proc_status(pid) or (0, 0))[0] == me}
+    return {pid for pid in pids if (_proc_status(pid) or (0,))[0] == me}
 
 
 def kill_run(pid: int, marker: str, spared: set[int], *, settle: bool = True,

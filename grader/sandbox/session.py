@@ -22,6 +22,7 @@ from grader.config import DEFAULT_LIMITS, Limits
 from grader.model import CallOutcome, GraderError, Probe, RunInfo, Submission, TracedValue
 from grader.sandbox import forkserver, wire
 from grader.sandbox.child import Child
+from grader.sandbox.confine import only_the_uid_separates
 from grader.sandbox.processes import become_subreaper, boot_ticks, reap_zombies, remove_leftovers
 from grader.sandbox.spawn import take_head_start
 
@@ -37,6 +38,9 @@ CLASSMATES_READABLE_MESSAGE = (
     "submissions (no mount namespace, no Landlock), and they are readable by every user of this "
     "machine. Make the class folder private to the grader's user (chmod -R go-rwx), or grade "
     "where namespaces or Landlock are available")
+#: the child's reasons for not running a submission (``worker.refusal``), as told to users
+REFUSALS = {"no-filesystem-layer": REFUSED_MESSAGE,
+            "classmates-readable": CLASSMATES_READABLE_MESSAGE}
 
 
 #: given what the child found, pick (function name, probes) or None to stop after loading
@@ -280,8 +284,7 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
                     if i not in outcomes:
                         outcomes[i] = CallOutcome(probe.id, kind, f"not run: {reason}")
                 break
-        if "unprivileged-uid" in info.isolation and not {"read-only-root", "landlock"} & set(
-                info.isolation):
+        if only_the_uid_separates(info.isolation):
             for uid in uids:
                 remove_leftovers(uid, started_wall)
         info.stdout = _excerpt(logdir)
@@ -307,10 +310,8 @@ def _drive(child: Child, info: RunInfo, plan: Planner,
                 layers = [x for x in layers if x in KNOWN_LAYERS] if isinstance(layers, list) else []
                 info.isolation = tuple(dict.fromkeys([*info.isolation, *layers]))
             if hardened.get("refused"):
-                info.fatal = GraderError("isolation-unavailable",
-                                         CLASSMATES_READABLE_MESSAGE
-                                         if hardened.get("refused") == "classmates-readable"
-                                         else REFUSED_MESSAGE)
+                info.fatal = GraderError("isolation-unavailable", REFUSALS.get(
+                    str(hardened["refused"]), REFUSED_MESSAGE))
                 return None
             frame = budget.wait(child, limits.import_seconds)
     except (EOFError, wire.ProtocolError):

@@ -403,6 +403,19 @@ def main():
     serve(int(sys.argv[1]), int(sys.argv[2]))
 
 
+def refusal(options, layers):
+    """Why the submission must not run with these layers (None: it may)."""
+    if not options.get("require_fs_isolation"):
+        return None
+    if (not confinement.has_filesystem_isolation(layers)
+            and any(os.access(p, os.W_OK) for p in options.get("forbidden_roots") or ())):
+        return "no-filesystem-layer"
+    if (confinement.only_the_uid_separates(layers)
+            and any(os.access(p, os.R_OK) for p in options.get("private_paths") or ())):
+        return "classmates-readable"  # (checked as the run's own uid)
+    return None
+
+
 def serve(request_fd, result_fd):
     setup, _ = wire.read_frame(request_fd)
     channel = Channel(result_fd, setup["nonce"])
@@ -418,16 +431,9 @@ def serve(request_fd, result_fd):
     options = setup["confine"]
     layers = confinement.confine(options, needed=(sys.executable, os.path.dirname(os.__file__),
                                                   os.path.dirname(np.__file__)))
-    refused = (options.get("require_fs_isolation")
-               and not confinement.has_filesystem_isolation(layers)
-               and any(os.access(p, os.W_OK) for p in options.get("forbidden_roots") or ()))
-    if (not refused and options.get("require_fs_isolation")
-            and confinement.only_the_uid_separates(layers)
-            and any(os.access(p, os.R_OK) for p in options.get("private_paths") or ())):
-        refused = "classmates-readable"  # (checked as the run's own uid)
+    refused = refusal(options, layers)
     # sent before any student code runs, so the submission cannot forge it
-    channel.send({"type": "hardened", "layers": layers,
-                  "refused": refused if isinstance(refused, str) else bool(refused)})
+    channel.send({"type": "hardened", "layers": layers, "refused": refused})
     if refused:
         return
     tripped = []
