@@ -22,7 +22,6 @@ from grader.config import DEFAULT_LIMITS, Limits
 from grader.model import CallOutcome, GraderError, Probe, RunInfo, Submission, TracedValue
 from grader.sandbox import forkserver, wire
 from grader.sandbox.child import Child
-from grader.sandbox.confine import only_the_uid_separates
 from grader.sandbox.processes import become_subreaper, boot_ticks, reap_zombies, remove_leftovers
 from grader.sandbox.spawn import take_head_start
 
@@ -284,6 +283,10 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
                     if i not in outcomes:
                         outcomes[i] = CallOutcome(probe.id, kind, f"not run: {reason}")
                 break
+        # (imported here: confine.py needs Unix modules, and the notebook check, which imports
+        # this module, must load anywhere)
+        from grader.sandbox.confine import only_the_uid_separates
+
         if only_the_uid_separates(info.isolation):
             for uid in uids:
                 remove_leftovers(uid, started_wall)
