@@ -126,6 +126,9 @@ class SourcePlace:
     line: int
     code: str
     computes: str
+    #: the code that replaces the line so that the mistake is gone (``reference.edits``), if
+    #: the line has a shape the mistake's rewrites know
+    fixed: str | None = None
 
 
 @dataclass(frozen=True)

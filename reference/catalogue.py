@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import NamedTuple
 
+from reference import edits
+
 #: the tasks (``grader.core.tasks``) a row's wrong choices can occur in
 ALL_TASKS = ("softmax", "attention", "multi_head_attention")
 ATTN = ("attention",)
@@ -67,6 +69,9 @@ class Misconception:
     #: the stages (``reference.variants.Stages``) whose line a report may quote as where this
     #: mistake enters (``grader.core.locate``); none: it is never located
     stages: tuple[str, ...] = ()
+    #: how the quoted line is rewritten so that this mistake is gone (``reference.edits``), in
+    #: SPEC's conventions; the first that applies to the line is the report's literal fix
+    rewrites: tuple[edits.Rewrite, ...] = ()
 
 
 def _v(knob: str, *choices: str, only: tuple[str, ...]) -> tuple[Variant, ...]:
@@ -89,6 +94,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "your scores are divided by d_k = {d_k}; the correct divisor is sqrt(d_k) = {sqrt_dk}",
         fix='Divide the scores by `np.sqrt(d_k)`, not by `d_k`.',
         stages=('scaled', 'weights'),
+        rewrites=(edits.divide_by_sqrt,),
     ),
     Misconception(
         "no-scaling",
@@ -103,6 +109,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix=('Divide the scores by `np.sqrt(d_k)` (with `d_k = Q.shape[-1]`) before the '
              'softmax.'),
         stages=('scaled', 'softmax', 'exponentials', 'output'),
+        rewrites=(edits.add_scale,),
     ),
     Misconception(
         "scale-multiplied",
@@ -116,6 +123,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix=('Divide the scores by `np.sqrt(d_k)` instead of multiplying by it (or '
              'multiply by `d_k ** -0.5`).'),
         stages=('scaled', 'weights'),
+        rewrites=(edits.flip_scale,),
     ),
     Misconception(
         "scale-by-dv",
@@ -130,6 +138,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix=('Take d_k from the queries (`d_k = Q.shape[-1]`), not from V, and divide the '
              'scores by `np.sqrt(d_k)`.'),
         stages=('scaled', 'weights'),
+        rewrites=(edits.divide_by_head_width,),
     ),
     Misconception(
         "scale-after-softmax",
@@ -143,6 +152,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix=('Divide the scores by `np.sqrt(d_k)` before the softmax, and use the weights '
              'exactly as the softmax returns them.'),
         stages=('weights',),
+        rewrites=(edits.scale_inside_softmax,),
     ),
     Misconception(
         "softmax-over-queries",
@@ -161,6 +171,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         # a prefix mask blocks its last key for every query: 0/0 over the queries
         ignores=frozenset({"prefix"}),
         stages=('softmax', 'weights', 'output'),
+        rewrites=(edits.right_axis,),
     ),
     Misconception(
         "softmax-global",
@@ -183,6 +194,7 @@ CATALOGUE: tuple[Misconception, ...] = (
                 "Take the max and the sum along `axis` with `keepdims=True`, not over the whole "
                 "array."),
         }),
+        rewrites=(edits.row_softmax,),
     ),
     Misconception(
         "sum-normalization",
@@ -198,6 +210,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix=('Exponentiate first, `e = np.exp(s - s.max(axis=-1, keepdims=True))`, then '
              'divide `e` by its row sum.'),
         stages=('softmax', 'output'),
+        rewrites=(edits.exponentiate_first,),
     ),
     Misconception(
         "missing-normalization",
@@ -211,6 +224,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix=('Divide the exponentials by their sum along the same axis: `e / '
              'e.sum(axis=-1, keepdims=True)`.'),
         stages=('softmax', 'output'),
+        rewrites=(edits.then_normalise,),
     ),
     Misconception(
         "unstable-softmax",
@@ -225,6 +239,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix=('Subtract the maximum before exponentiating: `np.exp(x - x.max(axis=axis, '
              'keepdims=True))`.'),
         stages=('exponentials',),
+        rewrites=(edits.subtract_row_max,),
     ),
     Misconception(
         "softmax-global-max",
@@ -238,6 +253,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix=("Subtract the maximum along the softmax's axis, `x.max(axis=axis, "
              'keepdims=True)`, not `x.max()`.'),
         stages=('shifted', 'exponentials'),
+        rewrites=(edits.row_max,),
     ),
     Misconception(
         "softmax-wrong-axis",
@@ -251,6 +267,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix=('Use the `axis` argument you are given in both the max and the sum '
              '(`axis=axis, keepdims=True`), not a fixed axis.'),
         stages=('output',),
+        rewrites=(edits.right_axis,),
     ),
     Misconception(
         "blend-keys",
@@ -263,6 +280,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "(width d_v = {d_v})",
         fix='Multiply the weights by V, not by K: `weights @ V`.',
         stages=('heads', 'output'),
+        rewrites=(edits.blend_values,),
     ),
     Misconception(
         "scores-transposed",
@@ -276,6 +294,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix=('Compute the scores as Q K^T, one row per query: `Q @ np.swapaxes(K, -1, '
              '-2)`.'),
         stages=('scores', 'scaled'),
+        rewrites=(edits.queries_first,),
     ),
     Misconception(
         "mask-after-softmax",
@@ -289,6 +308,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix=('Apply the mask to the scores before the softmax, `scores = np.where(mask, '
              'scores, -np.inf)`, not to the weights after it.'),
         stages=('weights',),
+        rewrites=(edits.renormalise,),
     ),
     Misconception(
         "mask-zero-fill",
@@ -302,6 +322,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix=('Fill the blocked scores with `-np.inf` (or a very large negative number), '
              'not 0: `np.where(mask, scores, -np.inf)`.'),
         stages=('masked',),
+        rewrites=(edits.fill_far_below,),
     ),
     Misconception(
         "mask-inverted",
@@ -346,6 +367,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix=('Swap the two branches: `np.where(mask, scores, -np.inf)` keeps the scores '
              'where the mask is True and blocks the rest.'),
         stages=('masked',),
+        rewrites=(edits.swap_branches,),
     ),
     Misconception(
         "mask-ignored",
@@ -358,6 +380,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix=('When a mask is given, set the blocked scores to -inf before the softmax: '
              '`scores = np.where(mask, scores, -np.inf)`.'),
         stages=('masked', 'softmax', 'exponentials', 'output'),
+        rewrites=(edits.apply_mask,),
     ),
     Misconception(
         "scale-by-dmodel",
@@ -373,6 +396,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix=('Divide by `np.sqrt(d_k)` with the per-head width `d_k = d_model // '
              'num_heads`, not by `np.sqrt(d_model)`.'),
         stages=('scaled', 'weights'),
+        rewrites=(edits.divide_by_head_width,),
     ),
     Misconception(
         "heads-not-split",
@@ -403,6 +427,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix=('Split with `x.reshape(*batch, n, num_heads, d_k)`, then swap the token and '
              'head axes: `np.swapaxes(x, -2, -3)`.'),
         stages=('q_heads', 'k_heads', 'v_heads'),
+        rewrites=(edits.split_then_transpose,),
     ),
     Misconception(
         "missing-output-projection",
@@ -415,6 +440,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "your output equals the concatenated heads, without the final @ W_o",
         fix='Multiply the merged heads by W_o before returning them: `merged @ W_o`.',
         stages=('output',),
+        rewrites=(edits.project_output,),
     ),
     Misconception(
         "wrong-projection",
@@ -428,6 +454,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix=('Project each input with its own matrix: `Q = X_q @ W_q`, `K = X_kv @ W_k`, '
              '`V = X_kv @ W_v`.'),
         stages=('q', 'k', 'v', 'q_heads', 'k_heads', 'v_heads'),
+        rewrites=(edits.own_matrix,),
     ),
     Misconception(
         "projection-transposed",
@@ -451,6 +478,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         }),
         fix="Multiply by the matrices as given, on the right: `X_q @ W_q`, not `X_q @ W_q.T`.",
         stages=('q', 'k', 'v', 'q_heads', 'k_heads', 'v_heads'),
+        rewrites=(edits.untransposed,),
     ),
     Misconception(
         "key-not-transposed",
@@ -464,6 +492,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix=('Swap the last two axes of K before the product: `Q @ np.swapaxes(K, -1, '
              '-2)`.'),
         stages=('scores', 'scaled'),
+        rewrites=(edits.transpose_keys,),
     ),
     Misconception(
         "scale-by-seq-len",
@@ -479,6 +508,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix=('Divide by `np.sqrt(d_k)` with `d_k = Q.shape[-1]`, the feature width on the '
              'last axis, not a sequence length.'),
         stages=('scaled', 'weights'),
+        rewrites=(edits.divide_by_head_width,),
     ),
     Misconception(
         "mask-transposed",
@@ -494,6 +524,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         # a prefix mask blocks its last key for every query: 0/0 over the queries
         ignores=frozenset({"prefix"}),
         stages=('masked',),
+        rewrites=(edits.mask_as_given,),
     ),
     Misconception(
         "mask-as-additive-bias",
@@ -508,6 +539,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix=('Use the boolean mask to block, not as a number to add: `np.where(mask, '
              'scores, -np.inf)`.'),
         stages=('masked',),
+        rewrites=(edits.block_with_mask,),
     ),
     Misconception(
         "scale-by-num-heads",
@@ -521,6 +553,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix=('Divide by `np.sqrt(d_k)` with `d_k = d_model // num_heads`, not by '
              '`np.sqrt(num_heads)`.'),
         stages=('scaled', 'weights'),
+        rewrites=(edits.divide_by_head_width,),
     ),
     Misconception(
         "merge-without-transpose",
@@ -534,6 +567,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix=('Swap the head and token axes back before the reshape: `np.swapaxes(heads, '
              '-2, -3).reshape(*batch, n, d_model)`.'),
         stages=('merged',),
+        rewrites=(edits.transpose_then_merge,),
     ),
     Misconception(
         "kv-from-query-input",
@@ -545,6 +579,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "with X_q != X_kv your output equals self-attention on X_q",
         fix='Project K and V from X_kv, not X_q: `K = X_kv @ W_k`, `V = X_kv @ W_v`.',
         stages=('k', 'v', 'k_heads', 'v_heads'),
+        rewrites=(edits.keys_from_kv,),
     ),
     Misconception(
         "mask-misbroadcast",
@@ -585,6 +620,7 @@ CATALOGUE: tuple[Misconception, ...] = (
                 "Compute into a new array (`x = x - m`) instead of changing the input in place "
                 "(`x -= m`)."),
         }),
+        rewrites=(edits.new_array,),
     ),
     Misconception(
         "no-batch-support",

@@ -20,7 +20,7 @@ import numpy as np
 from grader.core.assignments import Assignment
 from grader.core.compare import FAR, error_ratio, tolerance_for
 from grader.core.evidence import REFERENCE, Recipe, explain, mutation_evidence
-from grader.core.locate import STAGE_WORDS, locate, quote
+from grader.core.locate import STAGE_WORDS, locate, quote, with_literal_fix
 from grader.model import Array, CallOutcome, Finding, Probe, SourcePlace
 from reference import catalogue
 
@@ -157,7 +157,10 @@ def _place(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[C
     computes = STAGE_WORDS[place.stage]
     if place.used is not None:
         computes = f"{STAGE_WORDS.get(place.used, place.used)}, used as {computes}"
-    return quote(place.cell, place.line, computes, sources)
+    quoted = quote(place.cell, place.line, computes, sources)
+    if quoted is None:
+        return None
+    return with_literal_fix(quoted, assignment, misconception_id, place.stage, sources)
 
 
 def _every_batched_call_failed(matcher: _Matcher, probes: Sequence[Probe],

@@ -12,6 +12,8 @@ line is claimed.
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -19,7 +21,7 @@ import numpy as np
 
 from grader.core.assignments import Assignment
 from grader.model import Array, CallOutcome, Probe, SourcePlace, TracedValue
-from reference import catalogue
+from reference import catalogue, edits
 
 #: scores at or below this are "blocked" whatever the fill value (-inf, -1e9, finfo.min)
 BLOCKED_BELOW = -1e4
@@ -150,3 +152,37 @@ def quote(cell: int | None, line: int, computes: str, sources: Sequence[str]
         return None
     text = lines[line - 1].strip()
     return SourcePlace(cell, line, text[:200], computes) if text else None
+
+
+def with_literal_fix(quoted: SourcePlace, assignment: Assignment, misconception_id: str,
+                     stage: str, sources: Sequence[str]) -> SourcePlace:
+    """The quoted line with the code that undoes ``misconception_id`` on it, when one of the
+    row's rewrites knows the line's shape (in SPEC's conventions only: a course's own conventions
+    word the fix differently)."""
+    row = catalogue.BY_ID[misconception_id]
+    own_terms = {key for key in assignment.interface.conventions() if key in row.in_conventions}
+    if not row.rewrites or own_terms or len(quoted.code) >= 200:
+        return quoted
+    source = sources[(quoted.cell or 1) - 1] if sources else ""
+    names: dict[str, str] = {}
+    if assignment.interface.canonical_for(assignment.task.name):
+        given = parameter_names(sources, assignment.function)
+        names = dict(zip(assignment.arg_names, given))
+    context = edits.Context(assignment.task.name, stage, edits.dialect(quoted.code, source),
+                            names)
+    return dataclasses.replace(quoted, fixed=edits.rewrite(row.rewrites, quoted.code, context))
+
+
+def parameter_names(sources: Sequence[str], function: str) -> tuple[str, ...]:
+    """The parameters of the submission's function ``function`` as it names them (the last
+    definition wins, as when the code runs); () when it is not a plain function."""
+    found: tuple[str, ...] = ()
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name == function:
+                found = tuple(a.arg for a in (*node.args.posonlyargs, *node.args.args))
+    return found

@@ -198,6 +198,8 @@ def _location(place: SourcePlace) -> dict[str, Any]:
                                 "computes": place.computes}
     if place.cell is not None:
         location["cell"] = place.cell
+    if place.fixed:
+        location["fixed"] = _clean(place.fixed, 1000)
     return location
 
 

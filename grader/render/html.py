@@ -11,6 +11,7 @@ from grader.render.verdict import (
     evidence_once,
     first_line,
     grading_errors,
+    literal_fix,
     located,
     notes,
     place,
@@ -32,6 +33,9 @@ def _where_and_fix(item: dict[str, Any]) -> str:
     if place(item):
         parts.append(f"{escape(str(place(item)))}: "
                      f"<code>{escape(item['location']['code'])}</code>")
+    edit = literal_fix(item)
+    if edit:
+        parts.append(f"{escape(edit[0])}<pre>{escape(chr(10).join(edit[1]))}</pre>")
     if item.get("fix"):
         parts.append(f"Fix: {escape(item['fix'])}")
     return "".join(f"<br>{part}" for part in parts)

@@ -17,6 +17,7 @@ from grader.render.verdict import (
     evidence_once,
     first_line,
     grading_errors,
+    literal_fix,
     located,
     notes,
     place,
@@ -83,6 +84,9 @@ def render(report: dict[str, Any], *, evidence: bool = True) -> str:
             lines.append(f"{number}. {inline(item['title'])} (`{item['id']}`){shown}")
             if place(item):
                 lines.append(f"   - {place(item)}: {code_span(item['location']['code'])}")
+            edit = literal_fix(item)
+            if edit:
+                lines += [f"   - {edit[0]}", "", *("     " + line for line in fence("\n".join(edit[1])).split("\n")), ""]
             if item.get("fix"):
                 lines.append(f"   - Fix: {item['fix']}")
         for error in grading_errors(report):

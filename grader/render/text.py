@@ -11,6 +11,7 @@ from grader.render.verdict import (
     evidence_once,
     first_line,
     grading_errors,
+    literal_fix,
     located,
     notes,
     place,
@@ -49,6 +50,10 @@ def summary(report: dict[str, Any]) -> list[str]:
             if place(item):
                 out.append(f"     {place(item)}:")
                 out.append(f"         {item['location']['code']}")
+            edit = literal_fix(item)
+            if edit:
+                out.append(f"     {edit[0]}")
+                out += [f"         {code}" for code in edit[1]]
             if item.get("fix"):
                 out.append(_wrap(f"Fix: {item['fix']}", "     "))
             out.append(_wrap(first_line(item["evidence"]), "     "))

@@ -50,6 +50,19 @@ def place(item: dict[str, Any]) -> str | None:
     return f"Shows first in {where} ({location['computes']})"
 
 
+def literal_fix(item: dict[str, Any]) -> tuple[str, list[str]] | None:
+    """The quoted line's literal fix: what to do with the line, and the code lines to write
+    (indented like the quoted line); None when the report has no literal fix for it."""
+    location = item.get("location") or {}
+    fixed = location.get("fixed")
+    if not fixed:
+        return None
+    lines = str(fixed).split("\n")
+    if len(lines) > 1 and lines[0] == location["code"]:
+        return "Keep that line and add after it, indented the same:", lines[1:]
+    return "Change that line to:", lines
+
+
 def read_more(item: dict[str, Any]) -> str | None:
     """The finding's question-bank items, each with what it is about."""
     from reference.question_bank import read_more as about

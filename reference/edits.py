@@ -1,0 +1,543 @@
+"""Literal fixes: the quoted line of a submission, rewritten so that one named mistake is gone.
+
+A catalogue row (``reference.catalogue``) lists the rewrites that undo its mistake. Each rewrite
+reads the one line a report quotes (``grader.core.locate``) and returns the code that replaces it,
+in the student's own names and framework, or None when the line does not have the shape it knows:
+then the report gives the row's fix sentence alone, never a guess. A rewrite may return several
+lines (the quoted one kept and a line added after it).
+
+This is wording, not diagnosis: the mistake was named from what the code computed; the rewrite
+only decides how to say the fix in the student's code. ``tests/test_fixes.py`` applies every
+rewrite to fixtures with that mistake and grades them again: each must come out without it and
+without any new one.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+#: one operand of ``/`` or ``*``: a dotted name with calls and subscripts, a parenthesised
+#: expression (two levels), or a number; with an optional power
+_PAREN = r"\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)"
+_ATOM = (rf"(?:[A-Za-z_][\w.]*(?:{_PAREN})?(?:\[[^\]]*\])*(?:\.[A-Za-z_]\w*(?:{_PAREN})?)*"
+         rf"|{_PAREN}|\d+(?:\.\d*)?(?:e-?\d+)?)")
+_OPERAND = rf"{_ATOM}(?:\s*\*\*\s*-?{_ATOM})?"
+_LAST_DIVISION = re.compile(rf"^(?P<head>.*)/\s*(?P<d>{_OPERAND})(?P<tail>[^/]*)$")
+_LAST_PRODUCT = re.compile(rf"^(?P<head>.*[^*])\*\s*(?P<d>{_OPERAND})(?P<tail>[^*]*)$")
+_ASSIGNMENT = re.compile(r"^(?P<lhs>[A-Za-z_][\w.]*(?:\[[^\]]*\])?)\s*=\s*(?P<rhs>[^=].*)$")
+_AUGMENTED = re.compile(r"^(?P<lhs>[A-Za-z_][\w.]*)\s*(?P<op>[-+*/@]|//|\*\*)=\s*(?P<rhs>.+)$")
+_MODULES = frozenset({"np", "numpy", "torch", "tf", "jnp", "jax", "math", "F", "nn", "self",
+                      "scipy", "special", "lax"})
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a rewrite may use besides the line: the task, the stage the line computes, the
+    framework the code is written in, and the student's names of the canonical arguments
+    (e.g. {"mask": "attn_mask", "W_o": "W_o"}; empty when the interface is a course's)."""
+
+    task: str
+    stage: str
+    dialect: str = "numpy"
+    names: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def axis(self) -> str:
+        """The axis a softmax normalises, as the code should say it."""
+        return self.names.get("axis", "axis") if self.task == "softmax" else "-1"
+
+    def keep(self, value: str, axis: str | None = None) -> str:
+        """``axis=..., keepdims=True`` in this framework's words."""
+        axis = axis or self.axis
+        return f"dim={axis}, keepdim=True" if self.dialect == "torch" else \
+            f"axis={axis}, keepdims=True"
+
+    def module(self) -> str:
+        return {"torch": "torch", "jax": "jnp", "tf": "tf"}.get(self.dialect, "np")
+
+    def blocked(self, scores: str, mask: str) -> str:
+        """The scores with the keys the (True = may attend) mask blocks set to -1e9."""
+        if self.dialect == "torch":
+            return f"{scores}.masked_fill(~{mask}, -1e9)"
+        if self.dialect == "tf":
+            return f"tf.where({mask}, {scores}, -1e9)"
+        return f"{self.module()}.where({mask}, {scores}, -1e9)"
+
+    def row_max(self, x: str) -> str:
+        if self.dialect == "torch":
+            return f"{x}.amax(dim={self.axis}, keepdim=True)"
+        if self.dialect == "tf":
+            return f"tf.reduce_max({x}, axis={self.axis}, keepdims=True)"
+        return f"{x}.max({self.keep(x)})"
+
+    def row_sum(self, x: str) -> str:
+        if self.dialect == "tf":
+            return f"tf.reduce_sum({x}, axis={self.axis}, keepdims=True)"
+        return f"{x}.sum({self.keep(x)})"
+
+    def swap_last(self, x: str) -> str:
+        if self.dialect == "tf":
+            return f"tf.linalg.matrix_transpose({x})"
+        return f"{x}.swapaxes(-1, -2)"
+
+
+Rewrite = Callable[[str, Context], "str | None"]
+
+
+def dialect(line: str, source: str) -> str:
+    """The framework a line is written in: from the line's own calls, else the file's imports."""
+    for text in (line, source):
+        if re.search(r"\btorch\.|\.masked_fill\b|\bF\.", text):
+            return "torch"
+        if re.search(r"\btf\.", text):
+            return "tf"
+        if re.search(r"\bjnp\.", text):
+            return "jax"
+        if re.search(r"\bnp\.", text):
+            return "numpy"
+    return "numpy"
+
+
+def _split_comment(line: str) -> tuple[str, str]:
+    """The code of a line and its trailing comment (with the spaces before it)."""
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(line).readline):
+            if token.type == tokenize.COMMENT:
+                start = token.start[1]
+                code = line[:start].rstrip()
+                return code, line[len(code):]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return line, ""
+
+
+def _first_array(expression: str) -> str | None:
+    """The first name an expression reads as an array (not a module, not a called function)."""
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(expression).readline)
+                  if t.type in (tokenize.NAME, tokenize.OP)]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return None
+    for i, token in enumerate(tokens):
+        after = tokens[i + 1].string if i + 1 < len(tokens) else ""
+        before = tokens[i - 1].string if i else ""
+        if (token.type == tokenize.NAME and token.string not in _MODULES and before != "."
+                and after != "(" and token.string.isidentifier()
+                and token.string not in ("True", "False", "None", "for", "in", "if", "else")):
+            return token.string
+    return None
+
+
+def _code_only(rewrite: Rewrite) -> Rewrite:
+    """Rewrite the code of the line, keeping its comment; None if the result is not Python."""
+    def on_code(line: str, context: Context) -> str | None:
+        code, comment = _split_comment(line)
+        new = rewrite(code, context)
+        if new is None or new == code:
+            return None
+        lines = new.split("\n")
+        lines[0] += comment
+        new = "\n".join(lines)
+        try:
+            compile(_as_statement(new), "<fix>", "exec")
+        except SyntaxError:
+            return None
+        return new
+    on_code.__name__ = rewrite.__name__
+    return on_code
+
+
+def _as_statement(code: str) -> str:
+    """Code of a function body, compilable on its own (a ``return`` wrapped in a function)."""
+    return "def _f():\n" + "\n".join("    " + line for line in code.split("\n"))
+
+
+# --- scale -------------------------------------------------------------------------------------
+
+def _divide_by_sqrt(code: str, context: Context) -> str | None:
+    """``/ d_k`` -> ``/ d_k ** 0.5`` (and ``* scale`` with scale = 1/d_k -> ``* scale ** 0.5``)."""
+    for pattern, op in ((_LAST_DIVISION, "/"), (_LAST_PRODUCT, "*")):
+        match = pattern.match(code)
+        if match and "**" not in match["d"]:
+            operand = match["d"] if re.fullmatch(r"[\w.\[\]\-]+", match["d"]) else \
+                f"({match['d']})"
+            return f"{match['head'].rstrip()} {op} {operand} ** 0.5{match['tail']}"
+    return None
+
+
+def _flip_scale(code: str, context: Context) -> str | None:
+    """The factor on the other side of the fraction: ``/ scale`` <-> ``* scale``."""
+    match = _LAST_DIVISION.match(code)
+    if match:
+        return f"{match['head'].rstrip()} * {match['d']}{match['tail']}"
+    match = _LAST_PRODUCT.match(code)
+    if match:
+        return f"{match['head'].rstrip()} / {match['d']}{match['tail']}"
+    return None
+
+
+def _divide_by_head_width(code: str, context: Context) -> str | None:
+    """Whatever the scores are divided (or multiplied) by becomes sqrt of the query's last axis."""
+    if context.stage != "scaled":
+        return None
+    match = _ASSIGNMENT.match(code) or re.match(r"^(?P<lhs>return)\s+(?P<rhs>.+)$", code)
+    first = _first_array(match["rhs"]) if match else None
+    if first is None:
+        return None
+    for pattern in (_LAST_DIVISION, _LAST_PRODUCT):
+        found = pattern.match(code)
+        if found:
+            return f"{found['head'].rstrip()} / {first}.shape[-1] ** 0.5{found['tail']}"
+    return None
+
+
+def _add_scale(code: str, context: Context) -> str | None:
+    """``scores = Q @ K.T`` -> ``scores = (Q @ K.T) / Q.shape[-1] ** 0.5``."""
+    match = _ASSIGNMENT.match(code)
+    first = _first_array(match["rhs"]) if match else None
+    if match is None or first is None or context.stage != "scaled":
+        return None
+    return f"{match['lhs']} = ({match['rhs'].strip()}) / {first}.shape[-1] ** 0.5"
+
+
+def _scale_inside_softmax(code: str, context: Context) -> str | None:
+    """``w = softmax(s) / np.sqrt(d_k)`` -> ``w = softmax(s / np.sqrt(d_k))``."""
+    match = re.match(rf"^(?P<lhs>.*=\s*)(?P<f>[\w.]+)\((?P<arg>[^()]*)\)\s*(?P<op>[/*])\s*"
+                     rf"(?P<d>{_OPERAND})$", code)
+    if match is None:
+        return None
+    return f"{match['lhs']}{match['f']}({match['arg']} {match['op']} {match['d']})"
+
+
+# --- softmax -----------------------------------------------------------------------------------
+
+_AXIS = re.compile(r"\b(?P<kw>axis|dim)\s*=\s*(?P<value>\(\s*-?\d+\s*(?:,\s*-?\d+\s*)*\)|-?\d+)")
+
+
+def _right_axis(code: str, context: Context) -> str | None:
+    """Every fixed axis on the line becomes the one the softmax must normalise."""
+    if not _AXIS.search(code):
+        return None
+    return _AXIS.sub(lambda m: f"{m['kw']}={context.axis}", code)
+
+
+def _per_row_totals(code: str, context: Context) -> str:
+    """Every sum or max over the whole array -> over the softmax's axis, kept for broadcasting."""
+    if _AXIS.search(code):
+        return _AXIS.sub(lambda m: f"{m['kw']}={context.axis}", code)
+    keep = context.keep("")
+    code = re.sub(r"\b(?P<f>np\.sum|np\.max|np\.amax|jnp\.sum|jnp\.max|torch\.sum)\("
+                  r"(?P<x>[^(),]+)\)", lambda m: f"{m['f']}({m['x']}, {keep})", code)
+    method = "amax" if context.dialect == "torch" else "max"
+    return re.sub(r"\.(?P<f>sum|max|amax)\(\)",
+                  lambda m: f".{method if m['f'] != 'sum' else 'sum'}({keep})", code)
+
+
+def _row_max(code: str, context: Context) -> str | None:
+    """The one maximum subtracted -> each row's own."""
+    new = _per_row_totals(code, context)
+    return new if new != code else None
+
+
+def _row_softmax(code: str, context: Context) -> str | None:
+    """One softmax over everything -> per row. Its exponentials were shifted by the global
+    maximum, so the line must compute them too (else the fix leaves ``softmax-global-max``)."""
+    new = _per_row_totals(code, context)
+    return new if new != code and re.search(r"\bexp\(", code) else None
+
+
+def _exponentiate_first(code: str, context: Context) -> str | None:
+    """``w = s / s.sum(...)`` -> the exponentials of ``s`` (max subtracted), then that line.
+    Only for a softmax on its own: in attention, what the code did to masked scores for its sum
+    (often a fill of 0) would be wrong once exponentiated, a second line this one cannot see."""
+    if context.task != "softmax":
+        return None
+    match = re.match(r"^(?P<lhs>.*?)\b(?P<x>[A-Za-z_]\w*)\s*/\s*(?P<rest>.+)$", code)
+    if match is None or not re.search(rf"\b{match['x']}\b", match["rest"]):
+        return None
+    x, exps = match["x"], "exps"
+    shifted = f"{x} - {context.row_max(x)}"
+    rest = re.sub(rf"\b{x}\b", exps, match["rest"])
+    return f"{exps} = {context.module()}.exp({shifted})\n{match['lhs']}{exps} / {rest}"
+
+
+def _then_normalise(code: str, context: Context) -> str | None:
+    """``e = exp(...)`` kept, then ``e = e / e.sum(axis, keepdims)``."""
+    match = _ASSIGNMENT.match(code)
+    if match is None or "exp" not in match["rhs"]:
+        return None
+    lhs = match["lhs"]
+    return f"{code}\n{lhs} = {lhs} / {context.row_sum(lhs)}"
+
+
+def _subtract_row_max(code: str, context: Context) -> str | None:
+    """``exp(s)`` -> ``exp(s - s.max(axis, keepdims))``."""
+    match = re.search(r"(?P<f>\bexp)\(\s*(?P<x>[A-Za-z_][\w.]*)\s*\)", code)
+    if match is None:
+        return None
+    x = match["x"]
+    return code[:match.start()] + f"exp({x} - {context.row_max(x)})" + code[match.end():]
+
+
+# --- what is blended, compared and projected ---------------------------------------------------
+
+def _renamed(code: str, pairs: Mapping[str, str], only_after: str = "") -> str | None:
+    """Rename whole-word names by ``pairs`` (upper/lower case as they are) right of the first
+    ``only_after`` (the assignment's ``=``)."""
+    cut = code.index(only_after) + 1 if only_after and only_after in code else 0
+    head, tail = code[:cut], code[cut:]
+    pattern = re.compile(r"\b(" + "|".join(re.escape(k) for k in pairs) + r")(?=\b|_)")
+    new_tail = pattern.sub(lambda m: pairs[m.group(1)], tail)
+    return head + new_tail if new_tail != tail else None
+
+
+def _blend_values(code: str, context: Context) -> str | None:
+    """``w @ K`` -> ``w @ V`` (k -> v, key -> value, keys -> values)."""
+    match = re.search(r"@\s*(?P<k>K|k|keys?|Keys?)(?P<suffix>\w*)\b", code)
+    if match is None:
+        return None
+    value = {"K": "V", "k": "v", "key": "value", "keys": "values", "Key": "Value",
+             "Keys": "Values"}[match["k"]]
+    return code[:match.start("k")] + value + code[match.end("k"):]
+
+
+def _queries_first(code: str, context: Context) -> str | None:
+    """``K @ Q^T`` -> ``Q @ K^T``: queries and keys change places."""
+    pairs = {"K": "Q", "Q": "K", "k": "q", "q": "k", "key": "query", "query": "key",
+             "keys": "queries", "queries": "keys"}
+    return _renamed(code, pairs, "=")
+
+
+def _transpose_keys(code: str, context: Context) -> str | None:
+    """``Q @ K`` -> ``Q @ K.swapaxes(-1, -2)``."""
+    match = re.search(r"(?:@\s*|matmul\(\s*[\w.]+\s*,\s*)(?P<k>[A-Za-z_][\w.]*)(?![\w.(\[])",
+                      code)
+    if match is None:
+        return None
+    return code[:match.start("k")] + context.swap_last(match["k"]) + code[match.end("k"):]
+
+
+# --- masks -------------------------------------------------------------------------------------
+
+_WHERE = re.compile(r"(?P<f>\b(?:np|jnp|torch|tf)\.where)\((?P<args>(?:[^()]|\([^()]*\))*)\)")
+
+
+def _where_args(code: str) -> tuple[re.Match[str], list[str]] | None:
+    match = _WHERE.search(code)
+    if match is None:
+        return None
+    args, depth, start = [], 0, 0
+    text = match["args"]
+    for i, ch in enumerate(text):
+        depth += ch in "([" and 1 or 0
+        depth -= ch in ")]" and 1 or 0
+        if ch == "," and depth == 0:
+            args.append(text[start:i].strip())
+            start = i + 1
+    args.append(text[start:].strip())
+    return (match, args) if len(args) == 3 else None
+
+
+def _swap_branches(code: str, context: Context) -> str | None:
+    """``where(mask, -inf, s)`` -> ``where(mask, s, -inf)``; ``masked_fill(mask, v)`` ->
+    ``masked_fill(~mask, v)``."""
+    found = _where_args(code)
+    if found is not None:
+        match, (condition, a, b) = found
+        return code[:match.start()] + f"{match['f']}({condition}, {b}, {a})" + code[match.end():]
+    fill = re.search(r"\.masked_fill\(\s*(?P<m>[^,]+?)\s*,", code)
+    if fill is None:
+        return None
+    mask = fill["m"]
+    flipped = mask[1:].strip() if mask.startswith("~") else f"~{mask}"
+    return code[:fill.start("m")] + flipped + code[fill.end("m"):]
+
+
+def _fill_far_below(code: str, context: Context) -> str | None:
+    """The fill value of the blocked scores becomes -1e9; ``s * mask`` becomes a ``where``."""
+    found = _where_args(code)
+    if found is not None:
+        match, (condition, a, b) = found
+        return code[:match.start()] + f"{match['f']}({condition}, {a}, -1e9)" + \
+            code[match.end():]
+    fill = re.search(r"(?P<head>\.masked_fill\([^,]+,\s*)(?P<v>[^)]+)\)", code)
+    if fill is not None:
+        return code[:fill.start("v")] + "-1e9" + code[fill.end("v"):]
+    mask = context.names.get("mask")
+    product = re.search(rf"(?P<s>[A-Za-z_]\w*)\s*\*\s*{mask}\b", code) if mask else None
+    if product is not None:
+        return code[:product.start()] + context.blocked(product["s"], mask or "") + \
+            code[product.end():]
+    return None
+
+
+def _apply_mask(code: str, context: Context) -> str | None:
+    """The scores line kept, then the mask applied to its result when there is one."""
+    mask = context.names.get("mask")
+    match = _ASSIGNMENT.match(code)
+    if mask is None or match is None:
+        return None
+    lhs = match["lhs"]
+    return f"{code}\nif {mask} is not None:\n    {lhs} = {context.blocked(lhs, mask)}"
+
+
+def _renormalise(code: str, context: Context) -> str | None:
+    """Zeroed weights kept, then divided by their new row sum."""
+    match = _ASSIGNMENT.match(code)
+    if match is None:
+        return None
+    lhs = match["lhs"]
+    return f"{code}\n{lhs} = {lhs} / {context.row_sum(lhs)}"
+
+
+def _mask_as_given(code: str, context: Context) -> str | None:
+    """``swapaxes(mask, -1, -2)`` / ``mask.T`` / ``mask.transpose(...)`` -> ``mask``."""
+    mask = context.names.get("mask", "mask")
+    new = re.sub(rf"\b(?:np|jnp)\.swapaxes\(\s*{mask}\s*,[^)]*\)", mask, code)
+    new = re.sub(rf"\b{mask}\.(?:T|mT)\b|\b{mask}\.(?:transpose|swapaxes)\([^)]*\)", mask, new)
+    return new if new != code else None
+
+
+def _block_with_mask(code: str, context: Context) -> str | None:
+    """``s + mask`` -> the scores with the blocked keys at -1e9."""
+    mask = context.names.get("mask")
+    match = re.search(rf"(?P<s>[A-Za-z_][\w.]*)\s*\+\s*{mask}\b", code) if mask else None
+    if match is None or mask is None:
+        return None
+    return code[:match.start()] + context.blocked(match["s"], mask) + code[match.end():]
+
+
+# --- multi-head ----------------------------------------------------------------------------------
+
+_RESHAPE = re.compile(r"\.(?P<f>reshape|view)\((?P<args>(?:[^()]|\([^()]*\))*)\)")
+
+
+def _split_then_transpose(code: str, context: Context) -> str | None:
+    """``x.reshape(*b, h, n, d_k)`` -> ``x.reshape(*b, n, h, d_k).swapaxes(-2, -3)``."""
+    match = _RESHAPE.search(code)
+    if match is None:
+        return None
+    args = [a.strip() for a in match["args"].split(",")]
+    if len(args) < 3:
+        return None
+    args[-3], args[-2] = args[-2], args[-3]
+    swap = "transpose(-2, -3)" if context.dialect == "torch" else "swapaxes(-2, -3)"
+    return code[:match.start()] + f".reshape({', '.join(args)}).{swap}" + code[match.end():]
+
+
+def _transpose_then_merge(code: str, context: Context) -> str | None:
+    """``x.reshape(*b, n, d_model)`` -> ``x.swapaxes(-2, -3).reshape(*b, n, d_model)``."""
+    match = re.search(r"(?P<x>[A-Za-z_]\w*)(?P<f>\.reshape|\.view)\(", code)
+    if match is None:
+        return None
+    swap = ".transpose(-2, -3)" if context.dialect == "torch" else ".swapaxes(-2, -3)"
+    return code[:match.end("x")] + swap + ".reshape(" + code[match.end():]
+
+
+def _project_output(code: str, context: Context) -> str | None:
+    """``return merged`` -> ``return (merged) @ W_o``."""
+    w_o = context.names.get("W_o")
+    match = re.match(r"^return\s+(?P<x>.+)$", code)
+    if w_o is None or match is None:
+        return None
+    x = match["x"].strip()
+    x = x if re.fullmatch(r"[\w.]+(\([^()]*\))?", x) else f"({x})"
+    return f"return {x} @ {w_o}"
+
+
+_ROLES = {"q": "W_q", "k": "W_k", "v": "W_v", "q_heads": "W_q", "k_heads": "W_k",
+          "v_heads": "W_v"}
+
+
+def _own_matrix(code: str, context: Context) -> str | None:
+    """The line projecting one role uses that role's matrix (or gets the projection it lacks)."""
+    role = _ROLES.get(context.stage)
+    names = context.names
+    if role is None or any(w not in names for w in ("W_q", "W_k", "W_v", "X_q", "X_kv")):
+        return None
+    own = names[role]
+    others = [names[w] for w in ("W_q", "W_k", "W_v") if w != role]
+    found = re.search(r"\b(" + "|".join(map(re.escape, others)) + r")\b", code)
+    if found is not None:
+        return code[:found.start()] + own + code[found.end():]
+    if re.search(rf"\b{re.escape(own)}\b", code):
+        return None
+    source = names["X_q"] if role == "W_q" else names["X_kv"]
+    found = re.search(rf"\b{re.escape(source)}\b", code)
+    if found is None:
+        return None
+    return code[:found.start()] + f"{source} @ {own}" + code[found.end():]
+
+
+def _untransposed(code: str, context: Context) -> str | None:
+    """``W_q.T`` -> ``W_q``."""
+    weights = [context.names[w] for w in ("W_q", "W_k", "W_v", "W_o") if w in context.names]
+    if not weights:
+        return None
+    pattern = r"\b(" + "|".join(map(re.escape, weights)) + r")\.T\b"
+    new = re.sub(pattern, r"\1", code)
+    return new if new != code else None
+
+
+def _keys_from_kv(code: str, context: Context) -> str | None:
+    """K and V are projected from X_kv: ``X_q`` on a K or V line -> ``X_kv``."""
+    names = context.names
+    if context.stage not in ("k", "v", "k_heads", "v_heads") or "X_q" not in names:
+        return None
+    new = re.sub(rf"\b{re.escape(names['X_q'])}\b", names["X_kv"], code)
+    return new if new != code else None
+
+
+# --- input mutation ----------------------------------------------------------------------------
+
+def _new_array(code: str, context: Context) -> str | None:
+    """``Q /= s`` -> ``Q = Q / s``."""
+    match = _AUGMENTED.match(code)
+    if match is None:
+        return None
+    rhs = match["rhs"].strip()
+    rhs = rhs if re.fullmatch(rf"{_OPERAND}", rhs) else f"({rhs})"
+    return f"{match['lhs']} = {match['lhs']} {match['op']} {rhs}"
+
+
+# the rewrites a catalogue row may name, each kept as the line's comment-preserving form
+divide_by_sqrt = _code_only(_divide_by_sqrt)
+flip_scale = _code_only(_flip_scale)
+divide_by_head_width = _code_only(_divide_by_head_width)
+add_scale = _code_only(_add_scale)
+scale_inside_softmax = _code_only(_scale_inside_softmax)
+right_axis = _code_only(_right_axis)
+row_max = _code_only(_row_max)
+row_softmax = _code_only(_row_softmax)
+exponentiate_first = _code_only(_exponentiate_first)
+then_normalise = _code_only(_then_normalise)
+subtract_row_max = _code_only(_subtract_row_max)
+blend_values = _code_only(_blend_values)
+queries_first = _code_only(_queries_first)
+transpose_keys = _code_only(_transpose_keys)
+swap_branches = _code_only(_swap_branches)
+fill_far_below = _code_only(_fill_far_below)
+apply_mask = _code_only(_apply_mask)
+renormalise = _code_only(_renormalise)
+mask_as_given = _code_only(_mask_as_given)
+block_with_mask = _code_only(_block_with_mask)
+split_then_transpose = _code_only(_split_then_transpose)
+transpose_then_merge = _code_only(_transpose_then_merge)
+project_output = _code_only(_project_output)
+own_matrix = _code_only(_own_matrix)
+untransposed = _code_only(_untransposed)
+keys_from_kv = _code_only(_keys_from_kv)
+new_array = _code_only(_new_array)
+
+
+def rewrite(rewrites: tuple[Rewrite, ...], line: str, context: Context) -> str | None:
+    """The first of a row's rewrites that applies to ``line``: the code replacing it."""
+    for candidate in rewrites:
+        new = candidate(line.strip(), context)
+        if new is not None:
+            return new
+    return None
