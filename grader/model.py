@@ -129,6 +129,8 @@ class SourcePlace:
     #: the code that replaces the line so that the mistake is gone (``reference.edits``), if
     #: the line has a shape the mistake's rewrites know
     fixed: str | None = None
+    #: other lines where the same mistake is written, each with its own literal fix
+    also: tuple[SourcePlace, ...] = ()
 
 
 @dataclass(frozen=True)

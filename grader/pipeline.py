@@ -159,6 +159,8 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
     from grader.core.scoring import max_score, score_checks
 
     metadata["probes"] = len(probes)
+    if spec.task.read_outputs is not None:
+        outcomes = spec.task.read_outputs(outcomes)
     if not any(o.ok for o in outcomes) and all(
         o.error_kind == "wrong-signature" for o in outcomes
     ):

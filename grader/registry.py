@@ -33,6 +33,10 @@ CANONICAL_ARGUMENTS = {
     "softmax": ("x", "axis"),
     "attention": ("Q", "K", "V", "mask"),
     "multi_head_attention": ("X_q", "X_kv", "W_q", "W_k", "W_v", "W_o", "num_heads", "mask"),
+    "causal_mask": ("n", "m"),
+    "positional_encoding": ("n_positions", "d_model"),
+    "rope": ("x", "positions", "theta"),
+    "causal_self_attention": ("X", "W_q", "W_k", "W_v", "W_o", "num_heads", "theta"),
 }
 #: values a course's parameter can also receive: sizes derived from the probe
 DERIVED_ARGUMENTS = ("d_model", "d_k", "valid_lens", "seq_len")

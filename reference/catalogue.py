@@ -12,70 +12,21 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import NamedTuple
 
 from reference import edits
+from reference.misconception import Misconception, Wording, variants_of
+from reference.unit_catalogue import UNIT_ROWS
 
 #: the tasks (``grader.core.tasks``) a row's wrong choices can occur in
-ALL_TASKS = ("softmax", "attention", "multi_head_attention")
+CSA = ("causal_self_attention",)
+ALL_TASKS = ("softmax", "attention", "multi_head_attention", *CSA)
 ATTN = ("attention",)
 MHA = ("multi_head_attention",)
 ATTN_MHA = ("attention", "multi_head_attention")
-
-
-class Wording(NamedTuple):
-    """How a row is told: its title, explanation, fix and evidence sentence (empty: the row's
-    own), in a course's convention or a task's terms."""
-
-    title: str
-    explanation: str
-    fix: str
-    fingerprint: str = ""
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One wrong choice of one pipeline stage, in the tasks where it can occur."""
-
-    knob: str
-    choice: str
-    tasks: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Misconception:
-    id: str
-    title: str
-    explanation: str
-    question_bank: tuple[str, ...]
-    variants: tuple[Variant, ...]
-    #: evidence sentence; fields from the task's ``evidence_fields`` (d_k, sqrt_dk, m, ...)
-    fingerprint: str
-    #: wrong choices this one already explains, so they are not named twice
-    absorbs: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
-    #: probe tags on which a recipe containing this misconception is not compared
-    ignores: frozenset[str] = frozenset()
-    #: how it is detected when it has no variant: "input-mutation" or "batch"
-    detector: str = "variant"
-    #: the title, explanation and fix in a course whose convention differs from SPEC's, keyed
-    #: by "mask:<convention>" or "projections:<layout>" (the same mistake, told in its terms),
-    #: or in the terms of one task, keyed by "task:<task>"
-    in_conventions: Mapping[str, Wording] = field(
-        default_factory=lambda: MappingProxyType({}))
-    #: what to change, in one sentence, with the code it should become where it is one line
-    fix: str = ""
-    #: the stages (``reference.variants.Stages``) whose line a report may quote as where this
-    #: mistake enters (``grader.core.locate``); none: it is never located
-    stages: tuple[str, ...] = ()
-    #: how the quoted line is rewritten so that this mistake is gone (``reference.edits``), in
-    #: SPEC's conventions; the first that applies to the line is the report's literal fix
-    rewrites: tuple[edits.Rewrite, ...] = ()
-
-
-def _v(knob: str, *choices: str, only: tuple[str, ...]) -> tuple[Variant, ...]:
-    return tuple(Variant(knob, c, only) for c in choices)
+#: also inside causal self-attention, where the mask is the function's own
+ATTENTIVE = (*ATTN_MHA, *CSA)
+MHA_CSA = (*MHA, *CSA)
 
 
 _WRONG_PROJECTIONS = ("kqv", "qqv", "kkv", "qkk", "qkq", "qvk", "qqq", "qk-", "---")
@@ -90,7 +41,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "towards uniform weights. (Scaling Q and K each by 1/sqrt(d_k) has the same effect. Some "
         "research code uses 1/d_k on purpose, but this assignment asks for 1/sqrt(d_k).)",
         ("A-err-6", "B-11"),
-        _v("scale", "dk", only=ATTN_MHA),
+        variants_of("scale", "dk", only=ATTENTIVE),
         "your scores are divided by d_k = {d_k}; the correct divisor is sqrt(d_k) = {sqrt_dk}",
         fix='Divide the scores by `np.sqrt(d_k)`, not by `d_k`.',
         stages=('scaled', 'weights'),
@@ -104,7 +55,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "scaled dot-product attention, not an optional extra. (Keras' `layers.Attention` is "
         "unscaled by default; if you followed it, that is where the difference comes from.)",
         ("A-err-3", "A-edge-7", "B-27"),
-        _v("scale", "none", only=ATTN_MHA),
+        variants_of("scale", "none", only=ATTENTIVE),
         "your scores are not divided at all; the correct divisor is sqrt(d_k) = {sqrt_dk}",
         fix=('Divide the scores by `np.sqrt(d_k)` (with `d_k = Q.shape[-1]`) before the '
              'softmax.'),
@@ -118,7 +69,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "spread d_k times too large and the softmax even sharper. This often comes from writing "
         "`scores / scale` where `scale` already holds d_k ** -0.5.",
         ("B-11", "B-27"),
-        _v("scale", "times_sqrt_dk", only=ATTN_MHA),
+        variants_of("scale", "times_sqrt_dk", only=ATTENTIVE),
         "your scores are multiplied by sqrt(d_k) = {sqrt_dk}; they should be divided by it",
         fix=('Divide the scores by `np.sqrt(d_k)` instead of multiplying by it (or '
              'multiply by `d_k ** -0.5`).'),
@@ -132,7 +83,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "queries and keys. The value width d_v plays no part in the scores; it only sets the "
         "width of the output.",
         ("B-6", "B-11"),
-        _v("scale", "sqrt_dv", only=ATTN),
+        variants_of("scale", "sqrt_dv", only=ATTN),
         "your scores are divided by sqrt(d_v) = {sqrt_dv}; the correct divisor is "
         "sqrt(d_k) = {sqrt_dk}",
         fix=('Take d_k from the queries (`d_k = Q.shape[-1]`), not from V, and divide the '
@@ -147,7 +98,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "is. Multiplying the weights afterwards (by 1/sqrt(d_k) or any other factor) leaves the "
         "sharpness unchanged and makes every row sum to that factor instead of 1.",
         ("B-1", "B-2"),
-        _v("scale_at", "weights", only=ATTN_MHA),
+        variants_of("scale_at", "weights", only=ATTENTIVE),
         "your weights sum to {weights_sum} per row; they should sum to 1",
         fix=('Divide the scores by `np.sqrt(d_k)` before the softmax, and use the weights '
              'exactly as the softmax returns them.'),
@@ -162,8 +113,8 @@ CATALOGUE: tuple[Misconception, ...] = (
         "down the columns makes the queries compete for each key instead. A hard-coded axis "
         "(`axis=0` or `axis=1`) is a common cause: it is the key axis for one rank only.",
         ("A-err-1", "B-2", "B-13"),
-        _v("normalize", "over_queries", only=ATTN_MHA)
-        + _v("normalize", "axis0", "axis1", only=ATTN),
+        variants_of("normalize", "over_queries", only=ATTENTIVE)
+        + variants_of("normalize", "axis0", "axis1", only=ATTN),
         "the columns of your weights sum to 1 (over the n = {n} queries); the rows, over the "
         "m = {m} keys, should",
         fix=('Take the softmax along the last axis (`axis=-1`, over the keys), so that '
@@ -172,6 +123,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         ignores=frozenset({"prefix"}),
         stages=('softmax', 'weights', 'output'),
         rewrites=(edits.right_axis,),
+        also=("shifted", "exponentials"),
     ),
     Misconception(
         "softmax-global",
@@ -179,8 +131,8 @@ CATALOGUE: tuple[Misconception, ...] = (
         "The softmax is row-wise: one distribution over keys per query. A single softmax over "
         "all scores makes unrelated queries compete with each other, and no row sums to 1.",
         ("B-13",),
-        _v("normalize", "global", "global_all", only=ATTN_MHA)
-        + _v("normalize", "global", only=("softmax",)),
+        variants_of("normalize", "global", "global_all", only=ATTENTIVE)
+        + variants_of("normalize", "global", only=("softmax",)),
         "all entries of your result together sum to 1 instead of each row (slice) separately",
         fix=('Normalise each row on its own: take the max and the sum along `axis=-1` with'
              ' `keepdims=True`.'),
@@ -194,7 +146,8 @@ CATALOGUE: tuple[Misconception, ...] = (
                 "Take the max and the sum along `axis` with `keepdims=True`, not over the whole "
                 "array."),
         }),
-        rewrites=(edits.row_softmax,),
+        rewrites=(edits.row_softmax, edits.row_totals),
+        also=("shifted", "exponentials"),
     ),
     Misconception(
         "sum-normalization",
@@ -203,7 +156,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "exploding 'weights'. The exponential in softmax makes every weight positive before the "
         "normalisation; that is why attention uses softmax.",
         ("A-why-2", "A-tf-2"),
-        _v("normalize", "sum", only=("softmax", "attention", "multi_head_attention")),
+        variants_of("normalize", "sum", only=ALL_TASKS),
         "your weights equal scores / sum(scores) (some are negative); softmax weights are "
         "exp(score) / sum(exp(score))",
         ignores=frozenset({"masked"}),
@@ -219,7 +172,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "add up to 1. Without the division the output is a sum of values weighted by arbitrary "
         "positive numbers, not a weighted average.",
         ("A-tf-2", "B-2"),
-        _v("normalize", "exp_only", "exp_shifted_only", only=ALL_TASKS),
+        variants_of("normalize", "exp_only", "exp_shifted_only", only=ALL_TASKS),
         "your weights are exp(scores) without the division by their row sum",
         fix=('Divide the exponentials by their sum along the same axis: `e / '
              'e.sum(axis=-1, keepdims=True)`.'),
@@ -233,7 +186,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "Softmax is unchanged when you subtract a constant from every entry of a row, so "
         "subtract the row's maximum before exponentiating: the largest exponent is then 0.",
         ("B-10", "A-edge-2"),
-        _v("normalize", "unstable", only=ALL_TASKS),
+        variants_of("normalize", "unstable", only=ALL_TASKS),
         "your result has NaN or inf for scores around {big}; with the row maximum subtracted "
         "it is finite",
         fix=('Subtract the maximum before exponentiating: `np.exp(x - x.max(axis=axis, '
@@ -248,7 +201,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "that row's own maximum: with one maximum for the whole array, a row whose scores all lie "
         "far below it underflows to exp(...) = 0 everywhere and then divides 0 by 0.",
         ("B-10",),
-        _v("normalize", "global_max", only=ALL_TASKS),
+        variants_of("normalize", "global_max", only=ALL_TASKS),
         "a row whose scores lie far below the global maximum comes out as NaN (0/0)",
         fix=("Subtract the maximum along the softmax's axis, `x.max(axis=axis, "
              'keepdims=True)`, not `x.max()`.'),
@@ -262,12 +215,13 @@ CATALOGUE: tuple[Misconception, ...] = (
         "along a different axis (for example it ignores the `axis` argument and always uses the "
         "last one).",
         ("A-err-1", "B-2"),
-        _v("axis", "last", "first", "second", only=("softmax",)),
+        variants_of("axis", "last", "first", "second", only=("softmax",)),
         "asked for axis={axis}, your slices sum to 1 along another axis",
         fix=('Use the `axis` argument you are given in both the max and the sum '
              '(`axis=axis, keepdims=True`), not a fixed axis.'),
         stages=('output',),
         rewrites=(edits.right_axis,),
+        also=("shifted", "exponentials"),
     ),
     Misconception(
         "blend-keys",
@@ -275,7 +229,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "Keys only decide how much each position counts (they are compared with the query); the "
         "values carry the content that is averaged. The output is weights @ V, of width d_v.",
         ("A-err-5", "B-21"),
-        _v("values", "k", only=ATTN_MHA),
+        variants_of("values", "k", only=ATTENTIVE),
         "your output equals weights @ K (width d_k = {d_k}); it should be weights @ V "
         "(width d_v = {d_v})",
         fix='Multiply the weights by V, not by K: `weights @ V`.',
@@ -289,7 +243,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "last axis gives each query a distribution over keys. K Q^T is its transpose (m x n): "
         "queries and keys swap roles, which only runs at all when n = m.",
         ("A-err-2", "B-12", "B-14"),
-        _v("scores", "kqt", only=ATTN_MHA),
+        variants_of("scores", "kqt", only=ATTENTIVE),
         "with n = m = {n} your weights are those of K Q^T (rows indexed by keys)",
         fix=('Compute the scores as Q K^T, one row per query: `Q @ np.swapaxes(K, -1, '
              '-2)`.'),
@@ -303,7 +257,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "0). Zeroing weights after the softmax leaves rows that no longer sum to 1. (Zeroing and "
         "then dividing by the new row sum would be correct.)",
         ("A-edge-6", "B-15"),
-        _v("mask", "after_softmax", only=ATTN_MHA),
+        variants_of("mask", "after_softmax", only=ATTENTIVE),
         "your masked weights are 0 but the remaining weights of a row sum to less than 1",
         fix=('Apply the mask to the scores before the softmax, `scores = np.where(mask, '
              'scores, -np.inf)`, not to the weights after it.'),
@@ -317,7 +271,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "block a key its score must be -inf (or a very large negative number such as -1e9), so "
         "that its weight is exactly 0.",
         ("A-edge-6", "B-30"),
-        _v("mask", "zero_fill", only=ATTN_MHA),
+        variants_of("mask", "zero_fill", only=ATTENTIVE),
         "your masked keys still get weight: their scores were set to 0, not to -inf",
         fix=('Fill the blocked scores with `-np.inf` (or a very large negative number), '
              'not 0: `np.where(mask, scores, -np.inf)`.'),
@@ -332,7 +286,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "which is the convention of `nn.MultiheadAttention`'s boolean `attn_mask` and "
         "`key_padding_mask`: the maths is fine, the polarity is the other library's.",
         ("A-edge-6", "B-15"),
-        _v("mask", "inverted", only=ATTN_MHA),
+        variants_of("mask", "inverted", only=ATTN_MHA),
         "the keys your mask blocks are exactly the ones marked True (allowed)",
         in_conventions=MappingProxyType({
             "mask:block": Wording(
@@ -375,7 +329,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "With a mask, blocked keys must get zero weight. Your output is the same with and without "
         "the mask.",
         ("A-edge-6",),
-        _v("mask", "ignored", only=ATTN_MHA),
+        variants_of("mask", "ignored", only=ATTN_MHA),
         "your output with the mask equals your output without it",
         fix=('When a mask is given, set the blocked scores to -inf before the softmax: '
              '`scores = np.where(mask, scores, -np.inf)`.'),
@@ -390,7 +344,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "sqrt(d_model) over-shrinks every head's scores. (Popular lecture code scales by the "
         "full channel count; that is the bug it taught.)",
         ("A-err-7", "B-16"),
-        _v("scale", "sqrt_dmodel", only=MHA),
+        variants_of("scale", "sqrt_dmodel", only=MHA_CSA),
         "your scores are divided by sqrt(d_model) = {sqrt_dmodel}; each head should divide by "
         "sqrt(d_k) = {sqrt_dk} with d_k = d_model / num_heads = {d_k}",
         fix=('Divide by `np.sqrt(d_k)` with the per-head width `d_k = d_model // '
@@ -406,7 +360,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "different positions. One attention over all d_model features is a single head, whatever "
         "scale it uses.",
         ("A-tf-9", "A-why-4"),
-        _v("split", "none", only=MHA),
+        variants_of("split", "none", only=MHA_CSA),
         "your output equals a single attention over all d_model = {d_model} features; the "
         "{h} heads should each attend separately",
         absorbs=MappingProxyType({"scale": frozenset({"sqrt_dmodel"})}),
@@ -421,13 +375,14 @@ CATALOGUE: tuple[Misconception, ...] = (
         "features into heads: it regroups the flat memory, so a 'head' holds pieces of several "
         "tokens. Reshape to (n, num_heads, d_k) first, then move the head axis before n.",
         ("A-tf-9",),
-        _v("split", "reshape", only=MHA),
+        variants_of("split", "reshape", only=MHA_CSA),
         "your heads hold rows of the reshaped (n, d_model) memory rather than feature slices "
         "of each token",
         fix=('Split with `x.reshape(*batch, n, num_heads, d_k)`, then swap the token and '
              'head axes: `np.swapaxes(x, -2, -3)`.'),
         stages=('q_heads', 'k_heads', 'v_heads'),
         rewrites=(edits.split_then_transpose,),
+        also=("k_heads", "v_heads"),
     ),
     Misconception(
         "missing-output-projection",
@@ -436,7 +391,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "output projection W_o. Without it the heads' outputs stay side by side and W_o is "
         "never learned.",
         ("A-tf-3", "A-tf-9"),
-        _v("output_projection", "none", only=MHA),
+        variants_of("output_projection", "none", only=MHA_CSA),
         "your output equals the concatenated heads, without the final @ W_o",
         fix='Multiply the merged heads by W_o before returning them: `merged @ W_o`.',
         stages=('output',),
@@ -449,7 +404,9 @@ CATALOGUE: tuple[Misconception, ...] = (
         "K = X_kv @ W_k, V = X_kv @ W_v. Reusing one matrix for another role, or skipping a "
         "projection, makes the three roles collapse.",
         ("A-tf-6", "A-why-7", "B-8"),
-        _v("proj_matrices", *_WRONG_PROJECTIONS, only=MHA),
+        variants_of("proj_matrices", *_WRONG_PROJECTIONS, only=MHA)
+        # in self-attention, W_q and W_k swapped are K Q^T: scores-transposed
+        + variants_of("proj_matrices", *_WRONG_PROJECTIONS[1:], only=CSA),
         "your output matches Q, K, V projected with {projection}",
         fix=('Project each input with its own matrix: `Q = X_q @ W_q`, `K = X_kv @ W_k`, '
              '`V = X_kv @ W_v`.'),
@@ -463,7 +420,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "weight as (out, in) and computes x @ W.T; you followed that convention. With square "
         "matrices both run, so only the values tell them apart.",
         ("B-8",),
-        _v("projection", "transposed", "transposed_qkv", only=MHA),
+        variants_of("projection", "transposed", "transposed_qkv", only=MHA_CSA),
         "your output equals the one computed with every W transposed (the nn.Linear layout)",
         in_conventions=MappingProxyType({
             "projections:linear": Wording(
@@ -479,6 +436,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         fix="Multiply by the matrices as given, on the right: `X_q @ W_q`, not `X_q @ W_q.T`.",
         stages=('q', 'k', 'v', 'q_heads', 'k_heads', 'v_heads'),
         rewrites=(edits.untransposed,),
+        also=("k", "v", "k_heads", "v_heads", "output"),
     ),
     Misconception(
         "key-not-transposed",
@@ -487,7 +445,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "is Q @ K^T (n x m). Q @ K only runs when K happens to be square (m = d_k), and then it "
         "multiplies queries with columns of K, which are not keys.",
         ("A-err-2", "B-12"),
-        _v("scores", "qk", only=ATTN_MHA),
+        variants_of("scores", "qk", only=ATTENTIVE),
         "with m = d_k = {m} your scores are Q @ K, not Q @ K^T",
         fix=('Swap the last two axes of K before the product: `Q @ np.swapaxes(K, -1, '
              '-2)`.'),
@@ -501,8 +459,8 @@ CATALOGUE: tuple[Misconception, ...] = (
         "keys there are. `K.shape[0]` or `K.shape[1]` is a sequence length (or the batch) "
         "as soon as the inputs have a batch dimension; read d_k from the last axis.",
         ("B-11", "B-19"),
-        _v("scale", "sqrt_m", "sqrt_n", only=ATTN_MHA)
-        + _v("scale", "sqrt_k_shape0", "sqrt_k_shape1", only=ATTN),
+        variants_of("scale", "sqrt_m", "sqrt_n", only=ATTENTIVE)
+        + variants_of("scale", "sqrt_k_shape0", "sqrt_k_shape1", only=ATTN),
         "your scores are divided by the square root of a length (m = {m}, n = {n}); the correct "
         "divisor is sqrt(d_k) = {sqrt_dk}",
         fix=('Divide by `np.sqrt(d_k)` with `d_k = Q.shape[-1]`, the feature width on the '
@@ -517,7 +475,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "keys, like the score matrix. Transposing it (for a causal mask: attending to the "
         "future instead of the past) blocks the wrong pairs.",
         ("A-edge-6", "B-14"),
-        _v("mask", "transposed", only=ATTN_MHA),
+        variants_of("mask", "transposed", only=ATTN_MHA),
         "with n = m = {n} your weights follow mask.T instead of mask",
         fix=('Use the mask as given: it is (n, m), one row per query, like the scores; do '
              'not transpose it.'),
@@ -534,7 +492,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "(Additive masks exist, but they hold 0 and -inf, and PyTorch treats a float mask "
         "differently from a boolean one.)",
         ("B-15", "B-30"),
-        _v("mask", "additive", "additive_before_scale", only=ATTN_MHA),
+        variants_of("mask", "additive", "additive_before_scale", only=ATTENTIVE),
         "your scores equal scores + mask (True counted as 1); blocked keys keep their weight",
         fix=('Use the boolean mask to block, not as a number to add: `np.where(mask, '
              'scores, -np.inf)`.'),
@@ -547,7 +505,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "Each head divides its scores by sqrt(d_k), where d_k = d_model / num_heads is the "
         "head's own width. The number of heads is not the width of a dot product.",
         ("B-16",),
-        _v("scale", "sqrt_heads", only=MHA),
+        variants_of("scale", "sqrt_heads", only=MHA_CSA),
         "your scores are divided by sqrt(num_heads) = {sqrt_h}; each head should divide by "
         "sqrt(d_k) = {sqrt_dk}",
         fix=('Divide by `np.sqrt(d_k)` with `d_k = d_model // num_heads`, not by '
@@ -562,7 +520,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "outputs, move the head axis back after n, (..., n, num_heads, d_k), and only then "
         "reshape to (..., n, d_model). A plain reshape glues rows of different tokens together.",
         ("A-tf-9",),
-        _v("merge", "reshape", only=MHA),
+        variants_of("merge", "reshape", only=MHA_CSA),
         "your output rows mix several tokens of one head instead of all heads of one token",
         fix=('Swap the head and token axes back before the reshape: `np.swapaxes(heads, '
              '-2, -3).reshape(*batch, n, d_model)`.'),
@@ -575,11 +533,12 @@ CATALOGUE: tuple[Misconception, ...] = (
         "In cross-attention the queries come from one sequence (X_q) and the keys and values from "
         "the other (X_kv). Taking K and V from X_q turns every call into self-attention on X_q.",
         ("A-tf-7", "B-22"),
-        _v("kv_source", "x_q", only=MHA),
+        variants_of("kv_source", "x_q", only=MHA),
         "with X_q != X_kv your output equals self-attention on X_q",
         fix='Project K and V from X_kv, not X_q: `K = X_kv @ W_k`, `V = X_kv @ W_v`.',
         stages=('k', 'v', 'k_heads', 'v_heads'),
         rewrites=(edits.keys_from_kv,),
+        also=("v", "v_heads"),
     ),
     Misconception(
         "mask-misbroadcast",
@@ -592,7 +551,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "the same: it lays the masks out head by head, while `np.repeat(mask, h, axis=0)` keeps "
         "each item's mask with its own heads.",
         ("A-edge-6",),
-        _v("mask_heads", "misbroadcast", only=MHA),
+        variants_of("mask_heads", "misbroadcast", only=MHA),
         "with batch = num_heads = {h}, head b of every item uses the mask of item b",
         fix=("Give the mask a head axis before applying it: `np.expand_dims(mask, -3)` (heads "
              "folded into the batch: `np.repeat(mask, h, axis=0)`, not `np.tile`)."),
@@ -630,13 +589,15 @@ CATALOGUE: tuple[Misconception, ...] = (
         "`K.T` (which reverses every axis), `axis=-1` instead of a fixed axis number, and "
         "`shape[-1]` instead of `shape[1]`.",
         ("B-20",),
-        _v("normalize", "axis0", "axis1", only=ATTN),
+        variants_of("normalize", "axis0", "axis1", only=ATTN),
         "on 2-D inputs you are right, but on {batched_shape} inputs you are not",
         detector="batch",
         fix=('Use `np.swapaxes(K, -1, -2)` instead of `K.T`, `axis=-1` instead of a fixed '
              'axis number, and `shape[-1]` instead of `shape[1]`.'),
     ),
 )
+
+CATALOGUE += UNIT_ROWS
 
 BY_ID: Mapping[str, Misconception] = MappingProxyType({m.id: m for m in CATALOGUE})
 

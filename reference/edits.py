@@ -132,8 +132,10 @@ def _first_array(expression: str) -> str | None:
     return None
 
 
-def _code_only(rewrite: Rewrite) -> Rewrite:
-    """Rewrite the code of the line, keeping its comment; None if the result is not Python."""
+def _code_only(rewrite: Rewrite, alone: bool = True) -> Rewrite:
+    """Rewrite the code of the line, keeping its comment; None if the result is not Python.
+    ``alone=False``: the rewrite fixes only its part of a mistake written on several lines, and
+    is offered only beside the fix of the row's other lines (``Misconception.also``)."""
     def on_code(line: str, context: Context) -> str | None:
         code, comment = _split_comment(line)
         new = rewrite(code, context)
@@ -148,6 +150,7 @@ def _code_only(rewrite: Rewrite) -> Rewrite:
             return None
         return new
     on_code.__name__ = rewrite.__name__
+    on_code.alone = alone  # type: ignore[attr-defined]
     return on_code
 
 
@@ -360,10 +363,16 @@ def _swap_branches(code: str, context: Context) -> str | None:
 def _fill_far_below(code: str, context: Context) -> str | None:
     """The fill value of the blocked scores becomes -1e9; ``s * mask`` becomes a ``where``."""
     found = _where_args(code)
-    if found is not None:
+    if found is not None:  # the fill is the branch that is a constant, not the scores
         match, (condition, a, b) = found
-        return code[:match.start()] + f"{match['f']}({condition}, {a}, -1e9)" + \
-            code[match.end():]
+        constant = r"[-+]?\s*(?:\d[\w.]*|float\(.+\)|(?:np|math|torch)\.inf)"
+        if re.fullmatch(constant, a) and not re.fullmatch(constant, b):
+            a = "-1e9"
+        elif re.fullmatch(constant, b):
+            b = "-1e9"
+        else:
+            return None
+        return code[:match.start()] + f"{match['f']}({condition}, {a}, {b})" + code[match.end():]
     fill = re.search(r"(?P<head>\.masked_fill\([^,]+,\s*)(?P<v>[^)]+)\)", code)
     if fill is not None:
         return code[:fill.start("v")] + "-1e9" + code[fill.end("v"):]
@@ -504,6 +513,235 @@ def _new_array(code: str, context: Context) -> str | None:
     return f"{match['lhs']} = {match['lhs']} {match['op']} {rhs}"
 
 
+# --- causal masks --------------------------------------------------------------------------------
+
+_TRIANGLE = re.compile(r"(?P<f>\b(?:np|jnp|torch)\.(?:tril|triu)|\.(?:tril|triu))\("
+                       r"(?P<args>(?:[^()]|\((?:[^()]|\([^()]*\))*\))*)\)")
+
+
+def _triangle_args(args: str) -> tuple[list[str], int | None]:
+    """The call's arguments split at top-level commas, and which one is the diagonal offset."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(args):
+        depth += ch in "([" and 1 or 0
+        depth -= ch in ")]" and 1 or 0
+        if ch == "," and depth == 0:
+            parts.append(args[start:i].strip())
+            start = i + 1
+    if args.strip():
+        parts.append(args[start:].strip())
+    for i, part in enumerate(parts):
+        if re.match(r"(?:k|diagonal)\s*=", part):
+            return parts, i
+    method = not args or not parts  # x.tril(k): the offset is the first argument
+    positional = [i for i, part in enumerate(parts) if "=" not in part]
+    wanted = 0 if method else 1
+    return parts, (positional[wanted] if len(positional) > wanted else None)
+
+
+def _offset(code: str, match: re.Match[str]) -> str:
+    parts, at = _triangle_args(match["args"])
+    if at is None:
+        return "0"
+    return re.sub(r"^(?:k|diagonal)\s*=\s*", "", parts[at])
+
+
+def _with_offset(code: str, match: re.Match[str], offset: str, name: str | None = None) -> str:
+    """The triangle call rewritten with another diagonal offset (and function name)."""
+    f = match["f"] if name is None else re.sub(r"tril|triu", name, match["f"])
+    parts, at = _triangle_args(match["args"])
+    keyword = "diagonal" if "torch" in f or f.startswith(".") else "k"
+    value = f"{keyword}={offset}"
+    if f.startswith("."):  # x.tril(k): the offset is the first argument
+        parts = [value] if at is None else [*parts[:at], value, *parts[at + 1:]]
+    elif at is None:
+        parts = [*parts, value]
+    else:
+        parts[at] = value
+    return code[:match.start()] + f"{f}({', '.join(parts)})" + code[match.end():]
+
+
+def _plus(offset: str, by: int) -> str:
+    """``offset + by`` written simply (``0 + 1`` is ``1``, ``m - n - 1 + 1`` is ``m - n``)."""
+    if re.fullmatch(r"-?\d+", offset.strip()):
+        return str(int(offset) + by)
+    trailing = re.fullmatch(r"(?P<head>.+?)\s*(?P<sign>[-+])\s*(?P<n>\d+)", offset.strip())
+    if trailing:
+        total = (int(trailing["n"]) if trailing["sign"] == "+" else -int(trailing["n"])) + by
+        if total == 0:
+            return trailing["head"]
+        return f"{trailing['head']} {'+' if total > 0 else '-'} {abs(total)}"
+    return f"{offset} {'+' if by > 0 else '-'} {abs(by)}"
+
+
+def _negated(code: str, match: re.Match[str]) -> bool:
+    """Is the triangle used as its complement (``~``, ``1 -``, ``logical_not``, ``== 0``)?"""
+    before = code[:match.start()].rstrip()
+    after = code[match.end():]
+    return (before.endswith(("~", "1 -", "1-", "logical_not(")) or
+            bool(re.match(r"\s*(?:==\s*0|\.logical_not\(\))", after)))
+
+
+def _shift_diagonal(by: int) -> Rewrite:
+    def shift(code: str, context: Context) -> str | None:
+        match = _TRIANGLE.search(code)
+        if match is None:
+            return None
+        return _with_offset(code, match, _plus(_offset(code, match), by))
+    return shift
+
+
+def _complement_mask(code: str, context: Context) -> str | None:
+    """The complement undone: ``~tril`` -> ``tril``; ``triu(k=a)`` -> ``tril(k=a - 1)``."""
+    match = _TRIANGLE.search(code)
+    if match is None:
+        return None
+    if _negated(code, match):
+        before = re.sub(r"(?:~\s*|1\s*-\s*|\b(?:np|torch|jnp)\.logical_not\()\s*$", "",
+                        code[:match.start()])
+        after = re.sub(r"^\s*(?:==\s*0|\.logical_not\(\))", "", code[match.end():])
+        if code[:match.start()].rstrip().endswith("logical_not("):
+            after = re.sub(r"^\s*\)", "", after, count=1)
+        return before + code[match.start():match.end()] + after
+    if "triu" in match["f"]:
+        return _with_offset(code, match, _plus(_offset(code, match), -1), "tril")
+    return None
+
+
+def _lower_triangle(code: str, context: Context) -> str | None:
+    """``triu`` kept as the allowed part -> ``tril`` with the same offset; a comparison of key
+    and query positions turned the other way (``j >= i`` -> ``j <= i``)."""
+    match = _TRIANGLE.search(code)
+    if match is None:
+        comparisons = re.findall(r"<=|>=|(?<![<>=])[<>](?!=)", code)
+        if len(comparisons) != 1:
+            return None
+        flip = {"<=": ">=", ">=": "<=", "<": ">", ">": "<"}
+        return re.sub(r"<=|>=|(?<![<>=])[<>](?!=)", lambda m: flip[m.group(0)], code)
+    if _negated(code, match) or "triu" not in match["f"]:
+        return None
+    return _with_offset(code, match, _offset(code, match), "tril")
+
+
+def _bottom_right(code: str, context: Context) -> str | None:
+    """``tril(ones((n, m)))`` -> ``tril(ones((n, m)), k=m - n)``."""
+    match = _TRIANGLE.search(code)
+    shape = re.search(r"\((?P<n>[\w.\[\]-]+)\s*,\s*(?P<m>[\w.\[\]-]+)\s*\)", match["args"]) \
+        if match else None
+    if match is None or shape is None or "tril" not in match["f"] or _negated(code, match):
+        return None
+    base = _offset(code, match)
+    aligned = f"{shape['m']} - {shape['n']}"
+    if re.fullmatch(r"-?\d+", base):
+        return _with_offset(code, match, _plus(aligned, int(base)) if int(base) else aligned)
+    return _with_offset(code, match, f"{base} + {aligned}")
+
+
+def _add_causal_mask(code: str, context: Context) -> str | None:
+    """The scores line kept, then the keys after each query blocked."""
+    match = _ASSIGNMENT.match(code)
+    if match is None:
+        return None
+    s = match["lhs"]
+    if context.dialect == "torch":
+        keep = f"torch.ones({s}.shape[-2:], dtype=torch.bool).tril()"
+        return f"{code}\n{s} = {s}.masked_fill(~{keep}, -1e9)"
+    module = context.module()
+    return f"{code}\n{s} = {module}.where({module}.tril({module}.ones({s}.shape[-2:], " \
+        f"dtype=bool)), {s}, -1e9)"
+
+
+# --- positional encodings ----------------------------------------------------------------------
+
+def _swap_sin_cos(code: str, context: Context) -> str | None:
+    if not re.search(r"\bsin\b", code) or not re.search(r"\bcos\b", code):
+        return None
+    return re.sub(r"\b(sin|cos)\b", lambda m: "cos" if m[1] == "sin" else "sin", code)
+
+
+def _interleave(code: str, context: Context) -> str | None:
+    """``concatenate([sin, cos], axis=-1)`` -> ``stack([sin, cos], axis=-1).reshape(-1, d)``."""
+    d_model = context.names.get("d_model")
+    match = re.search(r"\b(?P<m>np|jnp)\.(?:concatenate|hstack)\(\s*(?P<parts>\[(?:[^\[\]]|"
+                      r"\[[^\[\]]*\])*\])\s*(?:,\s*axis\s*=\s*(?:-1|1)\s*)?\)", code)
+    if match is None or d_model is None:
+        return None
+    stacked = f"{match['m']}.stack({match['parts']}, axis=-1).reshape(-1, {d_model})"
+    return code[:match.start()] + stacked + code[match.end():]
+
+
+def _pair_index(code: str, context: Context) -> str | None:
+    """``2 * j / d`` or ``j / d`` -> ``2 * (j // 2) / d``: the pair's index, not the feature's."""
+    d_model = context.names.get("d_model")
+    if d_model is None:
+        return None
+    denominator = rf"(?:np\.float(?:32|64)\(\s*{re.escape(d_model)}\s*\)|{re.escape(d_model)})"
+    twice = re.search(r"(?P<open>\(\s*)?2\s*\*\s*(?P<j>[A-Za-z_]\w*)(?P<close>\s*\))?\s*/",
+                      code)
+    if twice is not None:
+        start = twice.start("open") if twice["open"] and twice["close"] else twice.start()
+        end = twice.end("close") if twice["open"] and twice["close"] else twice.end("j")
+        return code[:start] + f"(2 * ({twice['j']} // 2))" + code[end:]
+    once = re.search(rf"(?<![\w*.])(?P<j>[A-Za-z_]\w*)\s*/\s*{denominator}", code)
+    if once is not None:
+        return code[:once.start()] + f"2 * ({once['j']} // 2)" + code[once.end("j"):]
+    return None
+
+
+def _double_exponent(code: str, context: Context) -> str | None:
+    """``theta ** (-i / d)`` or ``power(10000, i / d)`` -> the exponent's numerator doubled."""
+    match = re.search(rf"(?:\*\*\s*\(?\s*-?\s*|power\(\s*[\w.]+\s*,\s*-?\s*)(?P<i>{_ATOM})"
+                      rf"\s*/", code)
+    if match is None or re.match(r"2\s*\*", match["i"]):
+        return None
+    return code[:match.start("i")] + f"2 * {match['i']}" + code[match.end("i"):]
+
+
+def _divide_by_power(code: str, context: Context) -> str | None:
+    """``pos * 10000 ** e`` -> ``pos / 10000 ** e``."""
+    match = re.search(r"\*\s*(?=(?:np\.power\(\s*)?10000?(?:\.0*)?\b|\(?\s*10000)", code)
+    if match is None or code[max(0, match.start() - 1)] == "*":
+        return None
+    return code[:match.start()] + "/ " + code[match.end():]
+
+
+def _positions_from_zero(code: str, context: Context) -> str | None:
+    """``arange(1, n + 1)`` -> ``arange(n)``."""
+    new = re.sub(r"\barange\(\s*1\s*,\s*(?P<n>[^,()]+?)\s*\+\s*1\s*(?P<rest>,[^()]*)?\)",
+                 lambda m: f"arange({m['n']}{m['rest'] or ''})", code)
+    return new if new != code else None
+
+
+def _given_positions(code: str, context: Context) -> str | None:
+    """``arange(n)`` on the angles line -> the positions given, when they are given."""
+    positions = context.names.get("positions")
+    match = re.search(r"\b(?P<m>np|jnp|torch)\.arange\((?P<n>[^()]*(?:\([^()]*\))?[^()]*)\)",
+                      code)
+    if positions is None or match is None or positions in code:
+        return None
+    given = f"({match.group(0)} if {positions} is None else {match['m']}.asarray({positions}))"
+    return code[:match.start()] + given + code[match.end():]
+
+
+def _values_unrotated(code: str, context: Context) -> str | None:
+    """``q, k, v = f(q), f(k), f(v)`` -> ``q, k = f(q), f(k)``: the values keep their own."""
+    match = re.match(r"^(?P<targets>[\w.]+\s*,\s*[\w.]+)\s*,\s*(?P<v>[\w.]+)\s*=\s*(?P<rhs>.+)$",
+                     code)
+    if match is None or not re.search(r"(?i)v|value", match["v"]):
+        return None
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(match["rhs"]):
+        depth += ch in "([" and 1 or 0
+        depth -= ch in ")]" and 1 or 0
+        if ch == "," and depth == 0:
+            parts.append(match["rhs"][start:i].strip())
+            start = i + 1
+    parts.append(match["rhs"][start:].strip())
+    if len(parts) != 3:
+        return None
+    return f"{match['targets']} = {parts[0]}, {parts[1]}"
+
+
 # the rewrites a catalogue row may name, each kept as the line's comment-preserving form
 divide_by_sqrt = _code_only(_divide_by_sqrt)
 flip_scale = _code_only(_flip_scale)
@@ -513,6 +751,8 @@ scale_inside_softmax = _code_only(_scale_inside_softmax)
 right_axis = _code_only(_right_axis)
 row_max = _code_only(_row_max)
 row_softmax = _code_only(_row_softmax)
+row_totals = _code_only(_row_max, alone=False)
+axis_of_the_row = _code_only(_right_axis, alone=False)
 exponentiate_first = _code_only(_exponentiate_first)
 then_normalise = _code_only(_then_normalise)
 subtract_row_max = _code_only(_subtract_row_max)
@@ -532,11 +772,29 @@ own_matrix = _code_only(_own_matrix)
 untransposed = _code_only(_untransposed)
 keys_from_kv = _code_only(_keys_from_kv)
 new_array = _code_only(_new_array)
+complement_mask = _code_only(_complement_mask)
+lower_triangle = _code_only(_lower_triangle)
+diagonal_up = _code_only(_shift_diagonal(+1))
+diagonal_down = _code_only(_shift_diagonal(-1))
+bottom_right = _code_only(_bottom_right)
+add_causal_mask = _code_only(_add_causal_mask)
+swap_sin_cos = _code_only(_swap_sin_cos)
+interleave = _code_only(_interleave)
+pair_index = _code_only(_pair_index)
+double_exponent = _code_only(_double_exponent)
+divide_by_power = _code_only(_divide_by_power)
+positions_from_zero = _code_only(_positions_from_zero)
+given_positions = _code_only(_given_positions)
+values_unrotated = _code_only(_values_unrotated)
 
 
-def rewrite(rewrites: tuple[Rewrite, ...], line: str, context: Context) -> str | None:
-    """The first of a row's rewrites that applies to ``line``: the code replacing it."""
+def rewrite(rewrites: tuple[Rewrite, ...], line: str, context: Context,
+            alone: bool = True) -> str | None:
+    """The first of a row's rewrites that applies to ``line``: the code replacing it (with
+    ``alone``, only a rewrite that fixes the mistake on this line by itself)."""
     for candidate in rewrites:
+        if alone and not getattr(candidate, "alone", True):
+            continue
         new = candidate(line.strip(), context)
         if new is not None:
             return new

@@ -40,6 +40,25 @@ CORRECT: dict[str, str] = {
     "split": "transpose",
     "merge": "transpose",
     "output_projection": "w_o",
+    # causal mask (also the own mask of causal self-attention): which keys a query keeps
+    "mask_direction": "past",
+    "mask_diagonal": "self",
+    "mask_align": "bottom_right",
+    "mask_polarity": "keep",
+    "causal": "applied",
+    # sinusoidal positional encoding
+    "pe_layout": "interleaved",
+    "pe_trig": "sin_even",
+    "pe_exponent": "pair",
+    "pe_frequency": "divide",
+    "pe_positions": "from_zero",
+    # rotary position embedding (also inside causal self-attention)
+    "rope_pairs": "interleaved",
+    "rope_sign": "forward",
+    "rope_frequency": "pair",
+    "rope_positions": "given",
+    "rope_partner": "mixed",
+    "rope_at": "heads_qk",
 }
 
 
@@ -66,6 +85,10 @@ def _stable_softmax(s: Array, axis: int | tuple[int, ...] | None) -> Array:
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
+def _unblocked(s: Array) -> Array:
+    return np.where(s == -np.inf, 0.0, s)
+
+
 def _unshifted(s: Array, axis: int) -> Array:
     e = np.exp(s)
     return e / np.sum(e, axis=axis, keepdims=True)
@@ -82,7 +105,8 @@ NORMALIZE: dict[str, Callable[[Array, int], Array]] = {
     "over_queries": lambda s, a: _stable_softmax(s, -2),
     "global": lambda s, a: _stable_softmax(s, (-2, -1)),
     "global_all": lambda s, a: _stable_softmax(s, None),
-    "sum": lambda s, a: s / np.sum(s, axis=a, keepdims=True),
+    # blocked keys (-inf) count as 0 in the sum, as code that divides by a sum must fill them
+    "sum": lambda s, a: _unblocked(s) / np.sum(_unblocked(s), axis=a, keepdims=True),
     "exp_only": lambda s, a: np.exp(s),
     "exp_shifted_only": lambda s, a: np.exp(s - np.max(s, axis=a, keepdims=True)),
     "unstable": _unshifted,
@@ -270,6 +294,11 @@ def multi_head_attention(
                            {} if record is None else record), None
 
 
+#: rotate(q, k, v, stage) -> (q, k, v): position information applied to the projections
+#: (stage "projected", full width) or to the heads ("heads"), as the recipe places it
+Rotate = Callable[[Array, Array, Array, str], tuple[Array, Array, Array]]
+
+
 def _multi_head(
     recipe: Recipe,
     x_q: Array,
@@ -278,6 +307,7 @@ def _multi_head(
     num_heads: int,
     mask: Array | None,
     stages: Stages,
+    rotate: Rotate | None = None,
 ) -> Array:
     transposed = _choice(recipe, "projection")
     if transposed != "right":
@@ -289,8 +319,11 @@ def _multi_head(
     inputs = (x_q, source, source)
     q, k, v = (x if pick < 0 else x @ weights[pick] for x, pick in zip(inputs, picks))
     stages.update(q=q, k=k, v=v)
-    d_model = x_q.shape[-1]
     split = _choice(recipe, "split")
+    if rotate is not None:
+        q, k, v = rotate(q, k, v, "projected" if split != "none" else "heads")
+        stages.update(q=q, k=k, v=v)
+    d_model = x_q.shape[-1]
     dims = Dims(
         n=q.shape[-2],
         m=k.shape[-2],
@@ -310,6 +343,8 @@ def _multi_head(
         if mask is not None and _choice(recipe, "mask_heads") == "expand":
             head_mask = np.expand_dims(mask, -3)
         q_heads, k_heads, v_heads = (_split(x, num_heads, split) for x in (q, k, v))
+        if rotate is not None:
+            q_heads, k_heads, v_heads = rotate(q_heads, k_heads, v_heads, "split")
         stages.update(q_heads=q_heads, k_heads=k_heads, v_heads=v_heads)
         heads, _ = attention_core(recipe, q_heads, k_heads, v_heads, head_mask, dims, core)
         stages.update({name: value for name, value in core.items() if name != "output"},

@@ -23,13 +23,20 @@ SPEC_IDS = {
     "wrong-projection", "projection-transposed", "key-not-transposed", "scale-by-seq-len",
     "mask-transposed", "mask-as-additive-bias", "scale-by-num-heads", "merge-without-transpose",
     "kv-from-query-input", "mask-misbroadcast", "mutates-input", "no-batch-support",
+    # the rest of the attention unit
+    "causal-mask-inverted", "causal-mask-transposed", "causal-mask-blocks-self",
+    "causal-mask-sees-next", "causal-mask-top-left", "causal-mask-missing", "pe-sin-cos-swapped",
+    "pe-not-interleaved", "pe-exponent-uses-feature", "pe-exponent-missing-two",
+    "pe-frequency-inverted", "pe-positions-from-one", "rope-halves-not-interleaved",
+    "rope-rotation-reversed", "rope-frequency-missing-two", "rope-positions-ignored",
+    "rope-no-rotation-partner", "rope-on-values", "rope-before-head-split",
 }
 BANK_ID = re.compile(r"^(A-(tf|err|why|edge)-\d+|B-\d+)$")
 
 
 def test_ids_are_exactly_the_spec_ids() -> None:
     ids = [row.id for row in catalogue.CATALOGUE]
-    assert len(ids) == len(set(ids)) == 34
+    assert len(ids) == len(set(ids)) == 53
     assert set(ids) == SPEC_IDS
 
 

@@ -164,9 +164,11 @@ def test_each_findings_evidence_shows_that_finding(path: Path) -> None:
         exec("\n".join(setup), space)
         with np.errstate(all="ignore"):
             result = eval(last, space)
-        output = result[0] if isinstance(result, tuple) else result
+        output = np.asarray(result[0] if isinstance(result, tuple) else result, dtype=float)
+        if "masks read as 1 where" in evidence and (output <= -1e4).any():  # additive mask
+            output = (output == 0).astype(float)
         index = tuple(int(i) for i in at.split(",") if i.strip())
-        got = float(np.asarray(output)[index])
+        got = float(output[index])
         assert got == pytest.approx(float(yours), rel=1e-5, abs=1e-6, nan_ok=True), item["id"]
 
 

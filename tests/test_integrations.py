@@ -373,7 +373,7 @@ def test_submission_cannot_forge_gradescope_results(tmp_path: Path) -> None:
     assert results["score"] == grade_json(BUGGY, "--seed", "7")["score"] < 10
 
 
-@pytest.mark.parametrize("assignment", ["softmax", "attention", "multi_head_attention"])
+@pytest.mark.parametrize("assignment", list(registry.builtins()))
 def test_classroom_workflow_wires_the_action_to_the_reporter(assignment: str) -> None:
     files = kit_files(assignment)
     workflow = yaml.safe_load(files[".github/workflows/classroom.yml"])
@@ -480,7 +480,7 @@ def test_pytest_plugin_rejects_a_bad_assignment(tmp_path: Path) -> None:
 
 # --- starter kits and the five views ----------------------------------------------------------
 
-@pytest.mark.parametrize("assignment", ["softmax", "attention", "multi_head_attention"])
+@pytest.mark.parametrize("assignment", list(registry.builtins()))
 def test_starter_kit_is_current_and_its_stubs_say_not_implemented(assignment: str) -> None:
     kit = ROOT / "assignments" / assignment / "starter"
     for relative, text in kit_files(assignment).items():
@@ -509,7 +509,7 @@ def test_every_view_shows_the_same_score_and_misconceptions() -> None:
         assert mid in json.loads(views["gradescope"])["output"]
 
 
-@pytest.mark.parametrize("assignment", ["softmax", "attention", "multi_head_attention"])
+@pytest.mark.parametrize("assignment", list(registry.builtins()))
 def test_notebook_check_on_the_starter_stub_says_not_implemented(assignment: str) -> None:
     namespace: dict[str, Any] = {}
     exec(kit_files(assignment)[f"{assignment}.py"], namespace)  # noqa: S102 - our own stub

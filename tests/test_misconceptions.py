@@ -13,6 +13,7 @@ import pytest
 from grader import grade
 from grader.core.report import validate
 from reference.catalogue import BY_ID, CATALOGUE
+from reference.unit_catalogue import UNIT_ROWS
 
 from .conftest import SUBMISSIONS, expected_ids
 
@@ -44,7 +45,8 @@ def test_every_catalogued_misconception_has_a_fixture() -> None:
 
 
 def test_every_assignment_has_at_least_six_correct_styles() -> None:
-    for assignment in ("softmax", "attention", "multi_head_attention"):
+    for assignment in ("softmax", "attention", "multi_head_attention", "causal_mask",
+                       "positional_encoding", "rope", "causal_self_attention"):
         correct = [p for p in FIXTURES if p.parent.name == assignment and not expected_ids(p)]
         # plus the notebook and torch styles in test_styles.py
         assert len(correct) >= 4, assignment
@@ -59,7 +61,9 @@ def test_evidence_names_the_numbers_and_a_call_to_paste() -> None:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-@pytest.mark.parametrize("assignment", ["softmax", "attention", "multi_head_attention"])
+@pytest.mark.parametrize("assignment", ["softmax", "attention", "multi_head_attention",
+                                        "causal_mask", "positional_encoding", "rope",
+                                        "causal_self_attention"])
 def test_hidden_seeds_change_no_verdict(tmp_path: Path, assignment: str, seed: int) -> None:
     """New probe values (a hidden seed) must neither accuse a correct style nor hide a
     misconception: every fixture again gets exactly its IDs, correct ones full marks."""
@@ -87,3 +91,15 @@ def test_code_right_wherever_it_runs_is_accused_of_nothing(seed: int) -> None:
     assert report["score"] < report["max_score"]
     [error] = report["errors"]
     assert error["kind"] == "runtime-error" and "masked" in error["message"]
+
+
+def test_every_id_of_the_rest_of_the_unit_is_named_by_three_styles() -> None:
+    """Each ID of the causal mask, the encodings and causal self-attention is named exactly by
+    at least three fixtures written in different styles (folder-wide, combinations included)."""
+    unit = {row.id for row in UNIT_ROWS}
+    named: dict[str, int] = {}
+    for path in FIXTURES:
+        for misconception in expected_ids(path):
+            named[misconception] = named.get(misconception, 0) + 1
+    thin = {i: named.get(i, 0) for i in unit if named.get(i, 0) < 3}
+    assert not thin, thin

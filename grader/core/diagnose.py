@@ -12,6 +12,7 @@ a recipe that explains the 2-D probes but not the batched ones gives ``no-batch-
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Iterable, Sequence
 
@@ -20,7 +21,7 @@ import numpy as np
 from grader.core.assignments import Assignment
 from grader.core.compare import FAR, error_ratio, tolerance_for
 from grader.core.evidence import REFERENCE, Recipe, explain, mutation_evidence
-from grader.core.locate import STAGE_WORDS, locate, quote, with_literal_fix
+from grader.core.locate import STAGE_WORDS, also_places, locate, quote, with_literal_fix
 from grader.model import Array, CallOutcome, Finding, Probe, SourcePlace
 from reference import catalogue
 
@@ -60,9 +61,15 @@ class _Matcher:
         if not outcome.ok:
             return float("inf")
         assert outcome.output is not None
-        tol = tolerance_for(outcome.output, expected, "large" in self.probes[index].tags,
-                            judging=False)
-        return error_ratio(outcome.output, expected, tol)
+        actual = outcome.output
+        unknown = self.assignment.task.unknown_rows
+        rows = unknown(recipe, self.probes[index]) if unknown is not None else None
+        if rows is not None and actual.shape == expected.shape and actual.ndim >= 2:
+            if rows.all():
+                return None
+            actual, expected = actual[..., ~rows, :], expected[..., ~rows, :]
+        tol = tolerance_for(actual, expected, "large" in self.probes[index].tags, judging=False)
+        return error_ratio(actual, expected, tol)
 
     def explains(self, recipe: Recipe, indices: Sequence[int]) -> bool:
         ignored = catalogue.ignored_tags(self.assignment.task.name, recipe)
@@ -160,7 +167,21 @@ def _place(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[C
     quoted = quote(place.cell, place.line, computes, sources)
     if quoted is None:
         return None
-    return with_literal_fix(quoted, assignment, misconception_id, place.stage, sources)
+    first = with_literal_fix(quoted, assignment, misconception_id, place.stage, sources,
+                             alone=False)
+    if first.fixed is None:
+        return first
+    others = []
+    for other in also_places(assignment, probes, outcomes, misconception_id, recipe, place):
+        line = quote(other.cell, other.line, STAGE_WORDS[other.stage], sources)
+        if line is not None:
+            line = with_literal_fix(line, assignment, misconception_id, other.stage, sources,
+                                    alone=False)
+            if line.fixed is not None:
+                others.append(line)
+    if not others:  # the first line's fix must then do the whole job by itself
+        return with_literal_fix(quoted, assignment, misconception_id, place.stage, sources)
+    return dataclasses.replace(first, also=tuple(others))
 
 
 def _every_batched_call_failed(matcher: _Matcher, probes: Sequence[Probe],

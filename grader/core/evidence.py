@@ -81,6 +81,8 @@ def explain(matcher: Matcher, misconception_id: str, recipe: Recipe,
                 f"At index {where}: yours {_num(got)}, correct {_num(correct[at])}, "
                 f"with this mistake {_num(variant[at])}."
             )
+        if assignment.task.read_as:
+            lines[-1] = f"{lines[-1][:-1]} ({assignment.task.read_as})."
     elif outcome.ok and outcome.output is not None:
         lines.append(f"Your output has shape {tuple(outcome.output.shape)}; the correct one has "
                      f"shape {tuple(correct.shape)}.")

@@ -35,7 +35,10 @@ STAGE_WORDS: Mapping[str, str] = {
     "scaled": "the scaled scores", "masked": "the masked scores",
     "exponentials": "the exponentials", "softmax": "the softmax weights",
     "weights": "the attention weights", "heads": "the heads' outputs",
-    "merged": "the merged heads", "output": "the output",
+    "merged": "the merged heads", "output": "the output", "angles": "the angles",
+    "pair_angles": "the angles of the pairs", "frequencies": "the frequencies",
+    "causal_mask": "the causal mask",
+    "pair_frequencies": "the frequencies of the pairs", "positions": "the positions",
 }
 
 
@@ -63,10 +66,32 @@ def locate(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[C
     without = {knob: choice for knob, choice in recipe.items() if knob not in own}
     for probe, outcome in zip(probes, outcomes):
         if probe.traced and outcome.traced:
-            place = _first_place(assignment, probe, outcome.traced, recipe, without, row.stages)
+            place = _first_place(assignment, probe, outcome.traced, recipe, without, row.stages,
+                                 row.at_call)
             if place is not None:
                 return place
     return None
+
+
+def also_places(assignment: Assignment, probes: Sequence[Probe],
+                outcomes: Sequence[CallOutcome], misconception_id: str,
+                recipe: Mapping[str, str], first: Place) -> list[Place]:
+    """Other lines where the same mistake is written (the row's ``also`` stages), one per
+    stage, none of them the first line."""
+    row = catalogue.BY_ID[misconception_id]
+    own = catalogue.own_choices(misconception_id, recipe)
+    without = {knob: choice for knob, choice in recipe.items() if knob not in own}
+    found: dict[tuple[int | None, int], Place] = {}
+    for stage in row.also:
+        for probe, outcome in zip(probes, outcomes):
+            if probe.traced and outcome.traced:
+                place = _first_place(assignment, probe, outcome.traced, recipe, without,
+                                     (stage,), row.at_call)
+                if place is not None:
+                    if (place.cell, place.line) != (first.cell, first.line):
+                        found.setdefault((place.cell, place.line), place)
+                    break
+    return list(found.values())
 
 
 def _first_input_change(probes: Sequence[Probe], outcomes: Sequence[CallOutcome]
@@ -90,7 +115,7 @@ def stages_of(assignment: Assignment, recipe: Mapping[str, str], probe: Probe) -
 
 def _first_place(assignment: Assignment, probe: Probe, traced: Sequence[TracedValue],
                  recipe: Mapping[str, str], without: Mapping[str, str],
-                 allowed: Sequence[str]) -> Place | None:
+                 allowed: Sequence[str], at_call: bool = False) -> Place | None:
     mistaken = stages_of(assignment, recipe, probe)
     correct = stages_of(assignment, without, probe)
     inputs = {f"the input {name}": np.asarray(a, dtype=np.float64)
@@ -103,7 +128,7 @@ def _first_place(assignment: Assignment, probe: Probe, traced: Sequence[TracedVa
         # a skipped step (no scaling, no mask, no W_o) leaves a value the correct path has
         # too, at an earlier stage: the line that computes it is the one the step belongs after
         used = next((name for name, other in correct_path.items() if same(value, other)), None)
-        hits = [(t.depth if used else 0, order, t) for order, t in enumerate(traced)
+        hits = [(t.depth if used or at_call else 0, order, t) for order, t in enumerate(traced)
                 if not t.changes_input and same(t.array, value)
                 and (used or not any(same(t.array, o) for o in correct_path.values()))]
         if hits:  # made first (a mistake) or, for a skipped step, made by the outermost code
@@ -128,6 +153,10 @@ def _targets(stage: Array, shape: tuple[int, ...]) -> Iterator[Array]:
         yield from stage.reshape(-1, *shape)
     elif len(shape) == 1 and stage.ndim >= 2 and stage.shape[-1] == shape[0]:
         yield from stage.reshape(-1, shape[0])
+    elif (len(shape) == stage.ndim + 1 and shape[:-2] == stage.shape[:-1]
+          and shape[-2] * shape[-1] == stage.shape[-1]):
+        # pairs stacked on a last axis, before the reshape that interleaves them
+        yield stage.reshape(shape)
 
 
 def _close(a: Array, b: Array) -> bool:
@@ -155,7 +184,7 @@ def quote(cell: int | None, line: int, computes: str, sources: Sequence[str]
 
 
 def with_literal_fix(quoted: SourcePlace, assignment: Assignment, misconception_id: str,
-                     stage: str, sources: Sequence[str]) -> SourcePlace:
+                     stage: str, sources: Sequence[str], alone: bool = True) -> SourcePlace:
     """The quoted line with the code that undoes ``misconception_id`` on it, when one of the
     row's rewrites knows the line's shape (in SPEC's conventions only: a course's own conventions
     word the fix differently)."""
@@ -170,7 +199,8 @@ def with_literal_fix(quoted: SourcePlace, assignment: Assignment, misconception_
         names = dict(zip(assignment.arg_names, given))
     context = edits.Context(assignment.task.name, stage, edits.dialect(quoted.code, source),
                             names)
-    return dataclasses.replace(quoted, fixed=edits.rewrite(row.rewrites, quoted.code, context))
+    return dataclasses.replace(quoted, fixed=edits.rewrite(row.rewrites, quoted.code, context,
+                                                           alone))
 
 
 def parameter_names(sources: Sequence[str], function: str) -> tuple[str, ...]:

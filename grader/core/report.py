@@ -200,6 +200,8 @@ def _location(place: SourcePlace) -> dict[str, Any]:
         location["cell"] = place.cell
     if place.fixed:
         location["fixed"] = _clean(place.fixed, 1000)
+    if place.also:
+        location["also"] = [_location(other) for other in place.also]
     return location
 
 

@@ -9,17 +9,17 @@ is. A new task is a new record here, plus the catalogue rows that apply to it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 import reference
-from grader.core import concepts, probes
+from grader.core import concepts, probes, unit_probes
 from grader.core.concepts import Concept
-from grader.model import Array, Probe
-from reference import variants
+from grader.model import Array, CallOutcome, Probe
+from reference import unit_variants, variants
 
 Outputs = tuple[Array, "Array | None"]
 Recipe = Mapping[str, str]
@@ -36,6 +36,15 @@ class Task:
     concepts: tuple[Concept, ...]
     #: the values an evidence sentence may quote, for one probe and the recipe that explains it
     evidence_fields: Callable[[Probe, Recipe], dict[str, object]]
+    #: what the submission returned, read in the task's terms before anything compares it (a
+    #: mask in any accepted form becomes 1.0 where a query may attend and 0.0 elsewhere)
+    read_outputs: Callable[[Sequence[CallOutcome]], list[CallOutcome]] | None = None
+    #: how the numbers an evidence sentence quotes were read (with ``read_outputs``)
+    read_as: str = ""
+    #: ``unknown_rows(recipe, probe)``: the output rows (queries) that are not compared for a
+    #: recipe, or None (a query its broken mask left without any key computes whatever its
+    #: fill value gives)
+    unknown_rows: Callable[[Recipe, Probe], Array | None] | None = None
 
 
 def _softmax_reference(x: Array, axis: int = -1) -> Outputs:
@@ -91,6 +100,74 @@ def _multi_head_fields(probe: Probe, recipe: Recipe) -> dict[str, object]:
             "projection": projection}
 
 
+def _plain(function: Callable[..., Array]) -> Callable[..., Outputs]:
+    """A task computed as one array (no attention weights to return beside it)."""
+    def outputs(*args: Any) -> Outputs:
+        return function(*args), None
+    return outputs
+
+
+def _plain_pipeline(function: Callable[..., Array]) -> Callable[..., Outputs]:
+    def outputs(recipe: Recipe, *args: Any, record: variants.Stages | None = None) -> Outputs:
+        return function(recipe, *args, record=record), None
+    return outputs
+
+
+#: an additive mask blocks with -inf or a number at least this far below 0
+ADDITIVE_BLOCKED = -1e4
+
+
+def _read_masks(outcomes: Sequence[CallOutcome]) -> list[CallOutcome]:
+    """Masks in any accepted form as 1.0 (may attend) and 0.0 (blocked). One reading for the
+    whole submission: additive (0 allowed, -inf or <= -1e4 blocked) when any of its masks holds
+    such a value, else boolean or 0/1 (an all-zero additive 1 x 1 mask is then still read right)."""
+    outputs = [o.output for o in outcomes if o.output is not None]
+    additive = any(np.any(a.astype(np.float64) <= ADDITIVE_BLOCKED) for a in outputs
+                   if a.dtype.kind == "f")
+
+    def read(array: Array | None) -> Array | None:
+        if array is None or not array.size:
+            return array
+        values = array.astype(np.float64)
+        if additive and array.dtype.kind == "f":
+            known = (values == 0) | (values <= ADDITIVE_BLOCKED)
+            values = np.where(known, (values == 0).astype(np.float64), np.nan)
+        return values
+
+    return [dataclasses.replace(o, output=read(o.output), repeat_output=read(o.repeat_output))
+            for o in outcomes]
+
+
+def _mask_fields(probe: Probe, recipe: Recipe) -> dict[str, object]:
+    n = int(probe.args[0])
+    m = int(probe.args[1]) if len(probe.args) > 1 and probe.args[1] is not None else n
+    return {"n": n, "m": m}
+
+
+def _encoding_fields(probe: Probe, recipe: Recipe) -> dict[str, object]:
+    n_positions, d_model = probe.args
+    return {"n_positions": n_positions, "d_model": d_model, "half": d_model // 2}
+
+
+def _rope_fields(probe: Probe, recipe: Recipe) -> dict[str, object]:
+    x = probe.args[0]
+    positions = probe.args[1] if len(probe.args) > 1 else None
+    n = x.shape[-2]
+    shown = "0..n-1" if positions is None else str(np.asarray(positions).tolist())
+    return {"n": n, "d": x.shape[-1], "positions": shown, "last": n - 1,
+            "theta": probe.args[2] if len(probe.args) > 2 else 10000.0}
+
+
+def _causal_self_fields(probe: Probe, recipe: Recipe) -> dict[str, object]:
+    x = probe.args[0]
+    d_model, heads = x.shape[-1], probe.args[5]
+    d_k = d_model // heads
+    n = x.shape[-2]
+    projection = ", ".join(f"{role} from {_MATRIX_NAMES[c]}"
+                           for role, c in zip("QKV", recipe.get("proj_matrices", "qkv")))
+    return {**_sizes(x, d_k, d_k, n, n, heads, d_model, recipe), "projection": projection}
+
+
 TASKS: Mapping[str, Task] = {
     task.name: task for task in (
         Task("softmax", _softmax_reference, _softmax_pipeline, probes.softmax_probes,
@@ -99,6 +176,22 @@ TASKS: Mapping[str, Task] = {
              probes.attention_probes, concepts.ATTENTION_CONCEPTS, _attention_fields),
         Task("multi_head_attention", _multi_head_reference, variants.multi_head_attention,
              probes.multi_head_probes, concepts.MULTI_HEAD_CONCEPTS, _multi_head_fields),
+        Task("causal_mask", _plain(lambda *a: reference.causal_mask(*a).astype(np.float64)),
+             _plain_pipeline(unit_variants.causal_mask), unit_probes.causal_mask_probes,
+             unit_probes.CAUSAL_MASK_CONCEPTS, _mask_fields, read_outputs=_read_masks,
+             read_as="masks read as 1 where the query may attend, 0 where it is blocked"),
+        Task("positional_encoding", _plain(reference.positional_encoding),
+             _plain_pipeline(unit_variants.positional_encoding),
+             unit_probes.positional_encoding_probes, unit_probes.POSITIONAL_ENCODING_CONCEPTS,
+             _encoding_fields),
+        Task("rope", _plain(reference.rope), _plain_pipeline(unit_variants.rope),
+             unit_probes.rope_probes, unit_probes.ROPE_CONCEPTS, _rope_fields),
+        Task("causal_self_attention", _plain(reference.causal_self_attention),
+             _plain_pipeline(unit_variants.causal_self_attention),
+             unit_probes.causal_self_attention_probes,
+             unit_probes.CAUSAL_SELF_ATTENTION_CONCEPTS, _causal_self_fields,
+             unknown_rows=lambda recipe, probe: unit_variants.rows_without_keys(
+                 recipe, probe.args[0].shape[-2])),
     )
 }
 

@@ -14,6 +14,7 @@ from grader.render.verdict import (
     literal_fix,
     located,
     notes,
+    other_fixes,
     place,
     read_more,
     unexplained,
@@ -34,8 +35,8 @@ def _where_and_fix(item: dict[str, Any]) -> str:
         parts.append(f"{escape(str(place(item)))}: "
                      f"<code>{escape(item['location']['code'])}</code>")
     edit = literal_fix(item)
-    if edit:
-        parts.append(f"{escape(edit[0])}<pre>{escape(chr(10).join(edit[1]))}</pre>")
+    for heading, code in ([edit] if edit else []) + other_fixes(item):
+        parts.append(f"{escape(heading)}<pre>{escape(chr(10).join(code))}</pre>")
     if item.get("fix"):
         parts.append(f"Fix: {escape(item['fix'])}")
     return "".join(f"<br>{part}" for part in parts)

@@ -20,6 +20,7 @@ from grader.render.verdict import (
     literal_fix,
     located,
     notes,
+    other_fixes,
     place,
     read_more,
     unexplained,
@@ -85,8 +86,9 @@ def render(report: dict[str, Any], *, evidence: bool = True) -> str:
             if place(item):
                 lines.append(f"   - {place(item)}: {code_span(item['location']['code'])}")
             edit = literal_fix(item)
-            if edit:
-                lines += [f"   - {edit[0]}", "", *("     " + line for line in fence("\n".join(edit[1])).split("\n")), ""]
+            for heading, code in ([edit] if edit else []) + other_fixes(item):
+                lines += [f"   - {inline(heading)}", "",
+                          *("     " + line for line in fence("\n".join(code)).split("\n")), ""]
             if item.get("fix"):
                 lines.append(f"   - Fix: {item['fix']}")
         for error in grading_errors(report):

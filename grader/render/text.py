@@ -14,6 +14,7 @@ from grader.render.verdict import (
     literal_fix,
     located,
     notes,
+    other_fixes,
     place,
     read_more,
     unexplained,
@@ -51,9 +52,9 @@ def summary(report: dict[str, Any]) -> list[str]:
                 out.append(f"     {place(item)}:")
                 out.append(f"         {item['location']['code']}")
             edit = literal_fix(item)
-            if edit:
-                out.append(f"     {edit[0]}")
-                out += [f"         {code}" for code in edit[1]]
+            for heading, code in ([edit] if edit else []) + other_fixes(item):
+                out.append(_wrap(heading, "     "))
+                out += [f"         {line}" for line in code]
             if item.get("fix"):
                 out.append(_wrap(f"Fix: {item['fix']}", "     "))
             out.append(_wrap(first_line(item["evidence"]), "     "))

@@ -63,6 +63,17 @@ def literal_fix(item: dict[str, Any]) -> tuple[str, list[str]] | None:
     return "Change that line to:", lines
 
 
+def other_fixes(item: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """The same mistake's other lines and what each becomes (the literal fix changes them all)."""
+    fixes = []
+    for other in (item.get("location") or {}).get("also", []):
+        where = (f"code cell {other['cell']}, line {other['line']}" if other.get("cell")
+                 else f"line {other['line']}")
+        fixes.append((f"Also change {where}, `{other['code']}`, to:",
+                      str(other["fixed"]).split("\n")))
+    return fixes
+
+
 def read_more(item: dict[str, Any]) -> str | None:
     """The finding's question-bank items, each with what it is about."""
     from reference.question_bank import read_more as about

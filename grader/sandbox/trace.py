@@ -45,7 +45,8 @@ def _framework_array(value):
 
 
 def _as_float_array(value):
-    """A copy of ``value`` as a float NumPy array, or None."""
+    """A copy of ``value`` (numbers or booleans: a mask is a value too) as a float NumPy array,
+    or None."""
     if isinstance(value, _ndarray):
         array = value
     else:
@@ -55,7 +56,7 @@ def _as_float_array(value):
             return None
         if array is None:
             return None
-    if array.dtype.kind != "f" or array.size > MAX_ELEMENTS or array.ndim == 0:
+    if array.dtype.kind not in "biuf" or array.size > MAX_ELEMENTS or array.ndim == 0:
         return None
     return _array(array)
 
@@ -139,8 +140,13 @@ class Recorder:
             if entry[0] is None:  # a test input, changed in place by this line: said once
                 entry[0] = CHANGED_INPUT
                 self.values.append([filename, line, depth, CHANGED_INPUT, array])
+            elif len(self.values) < MAX_VALUES:
+                # changed in place, by this line: a value of its own (what it held before
+                # stays, as code that fills an array slice by slice computes a stage each time)
+                self.values.append([filename, line, depth, name, array])
+                self.current[key] = (id(value), len(self.values) - 1)
             else:
-                entry[1], entry[4] = line, array  # changed in place, by this line
+                self.full = True
             return
         array = _as_float_array(value)
         if array is None:

@@ -1,0 +1,12 @@
+# expect: rope-halves-not-interleaved
+import torch
+
+
+def rope(x, positions=None, theta=10000.0):
+    x = torch.as_tensor(x)
+    n, d = x.shape[-2:]
+    pos = torch.arange(n) if positions is None else torch.as_tensor(positions)
+    inv = 1.0 / theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    f = torch.outer(pos.to(torch.float64), inv).repeat(1, 2)
+    x1, x2 = x.chunk(2, dim=-1)
+    return x * f.cos() + torch.cat([-x2, x1], dim=-1) * f.sin()

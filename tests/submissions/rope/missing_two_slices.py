@@ -1,0 +1,13 @@
+# expect: rope-frequency-missing-two
+import numpy as np
+
+
+def rope(x, positions=None, theta=10000.0):
+    n, d = x.shape[-2], x.shape[-1]
+    p = np.arange(n) if positions is None else np.asarray(positions)
+    inv_freq = theta ** (-np.arange(d // 2) / d)
+    angles = p[:, None] * inv_freq
+    cos, sin = np.cos(angles), np.sin(angles)
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return np.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1).reshape(x.shape)
+# where: rope-frequency-missing-two=8
