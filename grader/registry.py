@@ -39,7 +39,7 @@ CANONICAL_ARGUMENTS = {
     "causal_self_attention": ("X", "W_q", "W_k", "W_v", "W_o", "num_heads", "theta"),
 }
 #: values a course's parameter can also receive: sizes derived from the probe
-DERIVED_ARGUMENTS = ("d_model", "d_k", "valid_lens", "seq_len")
+DERIVED_ARGUMENTS = ("d_model", "d_k", "valid_lens", "seq_len", "zeros", "positions_range")
 MASK_CONVENTIONS = {
     "keep": "a boolean mask, True where the query may attend to the key",
     "block": "a boolean mask, True where the key is blocked (as torch.nn.MultiheadAttention)",
@@ -127,6 +127,9 @@ class Interface:
     #: module-level names the course's code reads (`n_embd = 384` in the GPT lecture), set in
     #: the submission's namespace before its class is built: name -> a derived argument or a number
     globals: tuple[tuple[str, Any], ...] = ()
+    #: leading axes of length 1 the course's code puts in front of its answer (DLS's encodings
+    #: and look-ahead masks are (1, n, ...)): taken off before it is compared
+    squeeze: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "parameters": list(self.parameters), "mask": self.mask,
@@ -141,7 +144,8 @@ class Interface:
                 "keywords": [list(p) for p in self.keywords],
                 "constants": [list(p) for p in self.constants], "none": list(self.none),
                 "mask_always": self.mask_always, "method": self.method, "ndim": self.ndim,
-                "axis": self.axis, "globals": [list(p) for p in self.globals]}
+                "axis": self.axis, "globals": [list(p) for p in self.globals],
+                "squeeze": self.squeeze}
 
     def receives(self, argument: str) -> bool:
         """Does the course's code get this canonical argument (positionally, by keyword or in
@@ -176,7 +180,7 @@ INTERFACE_KEYS: dict[str, Any] = {
     "constructor": dict, "weights": dict, "biases": list, "fused": (str, dict),
     "return_keys": list,
     "keywords": dict, "constants": dict, "none": list, "mask_always": bool, "method": str,
-    "ndim": int, "axis": int, "globals": dict,
+    "ndim": int, "axis": int, "globals": dict, "squeeze": int,
 }
 KINDS = ("builtin", "preset", "course")
 TYPE_NAMES = {str: "a string", list: "a list", dict: "a table", bool: "true or false",
@@ -218,7 +222,9 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
     parameters = tuple(str(p) for p in data.get("parameters", CANONICAL_ARGUMENTS[task]))
     keywords = {str(k): str(v) for k, v in dict(data.get("keywords", {})).items()}
     named = [v for table in ("constructor", "globals")
-             for v in dict(data.get(table, {})).values() if isinstance(v, str)]
+             for value in dict(data.get(table, {})).values()
+             for v in (value.values() if isinstance(value, dict) else [value])
+             if isinstance(v, str)]
     for name in (*parameters, *keywords.values(), *named):
         if name not in known_args:
             raise ValueError(f"{where}: parameter {name!r} is not one of {', '.join(known_args)}")
@@ -243,6 +249,8 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
         raise ValueError(f"{where}: ndim and axis are for the softmax task")
     if data.get("ndim", 0) not in (0, 2) or data.get("axis", -1) not in (0, -1):
         raise ValueError(f"{where}: ndim is 0 (any) or 2 (a matrix), axis 0 or -1")
+    if not 0 <= int(data.get("squeeze", 0)) <= 3:
+        raise ValueError(f"{where}: squeeze is the number of leading axes of length 1 (0 to 3)")
     if data.get("method") and kind != "class":
         raise ValueError(f"{where}: method is for kind = \"class\"")
     keys = data.get("return_keys", ())
@@ -256,7 +264,10 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
         dtype=str(data.get("dtype", "float64")), projections=str(data.get("projections", "x@W")),
         batch=str(data.get("batch", "any")), mask_shape=str(data.get("mask_shape", "full")),
         self_attention_only=bool(data.get("self_attention_only", False)),
-        constructor=tuple((str(k), v) for k, v in dict(data.get("constructor", {})).items()),
+        # a table is an object with those attributes (nanoGPT's `config`)
+        constructor=tuple((str(k), tuple((str(a), b) for a, b in v.items())
+                           if isinstance(v, dict) else v)
+                          for k, v in dict(data.get("constructor", {})).items()),
         weights=tuple((str(k), str(v)) for k, v in dict(data.get("weights", {})).items()),
         biases=tuple(str(b) for b in data.get("biases", ())),
         fused="blocks" if layouts else str(fused),
@@ -270,6 +281,7 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
         ndim=int(data.get("ndim", 0)),
         axis=int(data["axis"]) if "axis" in data else None,
         globals=tuple((str(k), v) for k, v in dict(data.get("globals", {})).items()),
+        squeeze=int(data.get("squeeze", 0)),
     )
 
 

@@ -348,3 +348,74 @@ def test_each_fused_weight_has_its_own_layout(tmp_path: Path) -> None:
     _full_marks(correct)
     buggy = _grade(tmp_path, folder, TWO_PATHS.format(scale="self.d"), "dk")
     assert _named(buggy) == ["scale-by-dk"]
+
+
+# --- the rest of the attention unit --------------------------------------------------------------
+
+def test_an_answer_with_a_leading_axis_of_one_is_squeezed(tmp_path: Path) -> None:
+    """`squeeze = 1`: a look-ahead mask returned as (1, n, n), in NumPy (the TensorFlow preset
+    says the same for DLS); without it the same code is a wrong shape."""
+    HEADER["causal_mask"] = 'task = "causal_mask"\nfunction = "{function}"\nsignature = "{function}(n)"\n'
+    squeezed = _course(tmp_path, "causal_mask", "look_ahead", 'parameters = ["n"]\nsqueeze = 1\n')
+    plain = _course(tmp_path, "causal_mask", "look_ahead", 'parameters = ["n"]\n')
+    source = """\
+        import numpy as np
+
+        def look_ahead(n):
+            return np.tril(np.ones((1, n, n), dtype=np.float32){bug})
+        """
+    right = _grade(tmp_path, squeezed, source.format(bug=""), "right")
+    _full_marks(right)
+    assert "kv-cache-aligned" in {c["check"] for c in right["metadata"]["not_probed"]}
+    assert _named(_grade(tmp_path, squeezed, source.format(bug=", k=1"), "next")) == [
+        "causal-mask-sees-next"]
+    assert _grade(tmp_path, plain, source.format(bug=""), "unsqueezed")["score"] < 10
+
+
+def test_a_config_object_and_a_module_that_adds_to_its_input(tmp_path: Path) -> None:
+    """A constructor table is an object with those attributes (nanoGPT's `config`); `zeros` is
+    the input of a positional encoding module that adds itself to what it is given."""
+    HEADER["positional_encoding"] = ('task = "positional_encoding"\nfunction = "{function}"\n'
+                                     'signature = "{function}(config).forward(x)"\n')
+    folder = _course(tmp_path, "positional_encoding", "Encoding", """\
+        kind = "class"
+        parameters = ["zeros"]
+        constructor = { config = { width = "d_model", scale = 1.0 } }
+        squeeze = 1
+        """)
+    source = """\
+        import numpy as np
+
+        class Encoding:
+            def __init__(self, config):
+                d = config.width
+                pair = np.arange(d) // 2
+                angle = np.arange(500)[:, None] / 10000 ** (2 * pair / d){bug}
+                self.pe = config.scale * np.where(np.arange(d) % 2 == 0, np.sin(angle), np.cos(angle))
+
+            def __call__(self, x):
+                return x + self.pe[None, : x.shape[1]]
+        """
+    _full_marks(_grade(tmp_path, folder, source.format(bug=""), "right"))
+    report = _grade(tmp_path, folder, source.format(bug=" * 0 + np.arange(1, 501)[:, None] / "
+                                                   "10000 ** (2 * pair / d)"), "from_one")
+    assert _named(report) == ["pe-positions-from-one"]
+
+
+def test_a_rope_module_always_given_positions_and_theta_only_where_taken(tmp_path: Path) -> None:
+    """`positions_range` hands 0..n-1 to code that always takes positions; causal
+    self-attention without `theta` among its parameters is not sent the RoPE inputs."""
+    HEADER["causal_self_attention"] = ('task = "causal_self_attention"\nfunction = "{function}"\n'
+                                       'signature = "{function}(x, w_q, w_k, w_v, w_o, h)"\n')
+    folder = _course(tmp_path, "causal_self_attention", "attend",
+                     'parameters = ["X", "W_q", "W_k", "W_v", "W_o", "num_heads"]\n')
+    source = (Path(__file__).parent / "submissions" / "causal_self_attention" /
+              "correct_numpy.py").read_text().replace("def causal_self_attention", "def attend")
+    report = _grade(tmp_path, folder, source, "no_rope_course")
+    _full_marks(report)
+    assert "values-rope" in {c["check"] for c in report["metadata"]["not_probed"]}
+    with pytest.raises(ValueError, match="squeeze"):
+        registry._interface("causal_mask", {"squeeze": 5}, "here")
+    with pytest.raises(ValueError, match="not one of"):
+        registry._interface("positional_encoding",
+                            {"constructor": {"config": {"width": "d_modell"}}}, "here")

@@ -93,6 +93,19 @@ class Assignment:
             return "the interface takes valid lengths, not arbitrary masks"
         if interface.self_attention_only and canonical.get("X_q") is not canonical.get("X_kv"):
             return "the interface is self-attention only"
+        if canonical.get("theta") is not None and self.task.name != "rope" and \
+                not interface.receives("theta") and "theta" not in parameters:
+            return "the interface takes no theta (no RoPE)"
+        if self.task.name == "causal_self_attention" and canonical.get("theta") is None and \
+                (interface.receives("theta") or "theta" in parameters) and \
+                not interface.canonical_for(self.task.name):
+            return "the interface always applies RoPE"
+        if canonical.get("m") not in (None, canonical.get("n")) and \
+                not (interface.receives("m") or "m" in parameters):
+            return "the interface takes no number of keys (square masks only)"
+        if canonical.get("positions") is not None and self.task.name == "rope" and not any(
+                interface.receives(a) or a in parameters for a in ("positions", "positions_range")):
+            return "the interface takes no positions"
         if "axis" in canonical and canonical["axis"] not in (-1, canonical["x"].ndim - 1) and \
                 not (interface.receives("axis") or "axis" in parameters) and \
                 interface.axis is None and not interface.ndim:

@@ -90,11 +90,11 @@ def explain(matcher: Matcher, misconception_id: str, recipe: Recipe,
     return "\n".join(lines)
 
 
-def _shown_first(matcher: Matcher, index: int) -> tuple[bool, int, int]:
-    """Which probe a finding is shown on: a scored one (the student sees it in the checks), the
-    smallest, the first."""
+def _shown_first(matcher: Matcher, index: int) -> tuple[bool, bool, int, int]:
+    """Which probe a finding is shown on: a scored one (the student sees it in the checks), one
+    of ordinary values (not built to overflow), the smallest, the first."""
     probe = matcher.probes[index]
-    return DIAGNOSIS_ONLY in probe.tags, probe.size, index
+    return DIAGNOSIS_ONLY in probe.tags, "large" in probe.tags, probe.size, index
 
 
 def _correct(matcher: Matcher, index: int) -> Array:

@@ -43,7 +43,15 @@ def _canonical(task, args):
     values = dict(zip(names, args))
     values.setdefault("mask", None)
     values.setdefault("axis", -1)
+    values.setdefault("m", None)
+    values.setdefault("positions", None)
+    values.setdefault("theta", 10000.0 if task == "rope" else None)
     return values
+
+
+#: each task's sequence arguments (..., n, d): what a batch layout folds
+SEQUENCES = {"attention": ("Q", "K", "V"), "multi_head_attention": ("X_q", "X_kv"),
+             "causal_self_attention": ("X",), "rope": ("x",)}
 
 
 #: batch layout -> how many leading axes the course's code takes ("any": as they come)
@@ -53,14 +61,14 @@ LEADING_AXES = {"one": 1, "heads": 2}
 def _fold_leading(values, task, axes):
     """The probe's leading axes made exactly ``axes`` (1: one batch axis; 2: (B, h)), unit ones
     added in front for fewer, the first ones folded for more; the shape to restore."""
-    if task == "softmax":
+    if task not in SEQUENCES:
         return None
-    first = "Q" if task == "attention" else "X_q"
+    first = SEQUENCES[task][0]
     leading = values[first].shape[:-2]
     padded = (1,) * max(0, axes - len(leading)) + tuple(leading)
     cut = len(padded) - axes + 1
     folded = (int(np.prod(padded[:cut], dtype=np.int64)),) + padded[cut:]
-    for name in (("Q", "K", "V") if task == "attention" else ("X_q", "X_kv")):
+    for name in SEQUENCES[task]:
         array = values[name]
         if array.shape[:-2] != leading:
             array = np.broadcast_to(array, leading + array.shape[-2:])
@@ -70,7 +78,7 @@ def _fold_leading(values, task, axes):
         values["X_kv"] = values["X_q"]
     mask = values.get("mask")
     if mask is not None:
-        n, m = values[first].shape[-2], values["K" if task == "attention" else "X_kv"].shape[-2]
+        n, m = values[first].shape[-2], values[SEQUENCES[task][-2 if task == "attention" else -1]].shape[-2]
         values["mask"] = _ascontiguous(np.broadcast_to(mask, leading + (n, m))).reshape(
             folded + (n, m))
     return leading, axes
@@ -130,17 +138,32 @@ def course_arguments(spec, task, args):
         mask = _ascontiguous(mask.reshape((-1,) + mask.shape[-2:])[0])  # the same for all
     values["mask"] = _convert_mask(mask, spec.get("mask", "keep"), float_dtype)
     values["valid_lens"] = values["mask"] if spec.get("mask") == "lengths" else None
-    first = values.get("X_q", values.get("Q", values.get("x")))
-    values["d_model"] = int(first.shape[-1])
-    values["d_k"] = int(values["Q"].shape[-1]) if "Q" in values else (
-        values["d_model"] // int(values["num_heads"]) if "num_heads" in values else None)
-    # the longest input sequence: what a mask held in a buffer is sized by (block_size)
-    keys = values.get("X_kv", values.get("K", first))
-    values["seq_len"] = (max(int(first.shape[-2]), int(keys.shape[-2])) if first.ndim >= 2
-                         else int(first.shape[-1]))
+    _derive(values, task)
     convert = _framework(spec.get("arrays", "numpy"))
     parameters = spec.get("parameters") or CANONICAL_ARGUMENTS[task]
     return [convert(values[name]) for name in parameters], leading, values, convert
+
+
+def _derive(values, task):
+    """The sizes and inputs a course's code takes that the probe holds only implicitly."""
+    first = next((values[name] for name in ("X_q", "Q", "X", "x") if name in values), None)
+    if first is not None:
+        values["d_model"] = int(first.shape[-1])
+        # the longest input sequence: what a mask held in a buffer is sized by (block_size)
+        keys = values.get("X_kv", values.get("K", first))
+        values["seq_len"] = (max(int(first.shape[-2]), int(keys.shape[-2])) if first.ndim >= 2
+                             else int(first.shape[-1]))
+    values["d_k"] = int(values["Q"].shape[-1]) if "Q" in values else (
+        values["d_model"] // int(values["num_heads"]) if "num_heads" in values else None)
+    if task == "positional_encoding":  # for a module that adds the encoding to its input
+        values["zeros"] = np.zeros((1, int(values["n_positions"]), int(values["d_model"])))
+        values["seq_len"] = int(values["n_positions"])
+    if task == "causal_mask":
+        values["seq_len"] = int(values["n"] if values["m"] is None else values["m"])
+    if first is not None and task in ("rope", "causal_self_attention"):
+        n = int(first.shape[-2])
+        values["positions_range"] = (np.arange(n) if values.get("positions") is None
+                                     else _asarray(values["positions"]))
 
 
 def course_keywords(spec, values, convert):
@@ -219,13 +242,25 @@ def _set_globals(cls, spec, values):
         namespace[name] = values[source] if isinstance(source, str) else source
 
 
+def _constructed(source, values):
+    """A constructor argument: a derived argument by name, a number, or (a table of them) an
+    object with those attributes, such as nanoGPT's `config`."""
+    if isinstance(source, str):
+        return values[source]
+    if isinstance(source, (list, tuple)):
+        import types
+
+        return types.SimpleNamespace(**{str(k): _constructed(v, values) for k, v in source})
+    return source
+
+
 def _build_module(cls, spec, values):
     """The course's class, constructed and given the probe's weights (biases zero), in eval
     mode and the probe's dtype; a class that is not a torch module gets NumPy arrays."""
     _set_globals(cls, spec, values)
     keywords = {}
     for name, source in spec.get("constructor") or ():
-        keywords[name] = values[source] if isinstance(source, str) else source
+        keywords[name] = _constructed(source, values)
     try:
         module = cls(**keywords)
     except TypeError as exc:
@@ -236,8 +271,11 @@ def _build_module(cls, spec, values):
     import torch
 
     dtype = torch.float32 if spec.get("dtype") == "float32" else torch.float64
-    if hasattr(module, "to"):
-        module = module.to(dtype)
+    # real tensors only: `module.to(dtype)` would also cast a complex buffer (RoPE's rotations
+    # kept as complex numbers) to real, dropping its imaginary part
+    for tensor in (*module.parameters(), *module.buffers()):
+        if tensor.is_floating_point():
+            tensor.data = tensor.data.to(dtype)
     with torch.no_grad():
         for path, source, data in _weights_by_path(spec, values):
             parameter = _attribute(module, path)
@@ -359,6 +397,13 @@ def _as_float32(array):
     return array.astype(np.float32) if array is not None and array.dtype == np.float64 else array
 
 
+def _squeezed(array, axes):
+    """The answer without the leading axes of length 1 the course's code puts in front."""
+    if array is None or not axes or array.shape[:axes] != (1,) * axes:
+        return array
+    return array.reshape(array.shape[axes:])
+
+
 def restore(array, folded):
     """An output of the folded leading axes back to the probe's (``folded``: the probe's
     leading shape and how many axes the course's code took, or a function that puts it back)."""
@@ -378,7 +423,8 @@ def invoker(function, spec, task, to_arrays, binding_problem):
 
     def invoke(args):
         result, leading = call(function, spec, task, args, binding_problem)
-        output, weights = (restore(a, leading) for a in to_arrays(result))
+        output, weights = (restore(_squeezed(a, spec.get("squeeze") or 0), leading)
+                           for a in to_arrays(result))
         if spec.get("dtype") == "float32":
             # a float32 course's inputs carry float32 rounding: judged as float32, whatever a
             # stray float64 constant promoted the result to

@@ -1,0 +1,8 @@
+# expect: causal-mask-blocks-self
+import torch
+
+
+def subsequent_mask(size):
+    attn_shape = (1, size, size)
+    subsequent_mask = torch.triu(torch.ones(attn_shape), diagonal=0).type(torch.uint8)
+    return subsequent_mask == 0

@@ -1,0 +1,8 @@
+# expect: causal-mask-transposed
+import torch
+
+
+def subsequent_mask(size):
+    attn_shape = (1, size, size)
+    subsequent_mask = torch.tril(torch.ones(attn_shape), diagonal=-1).type(torch.uint8)
+    return subsequent_mask == 0
