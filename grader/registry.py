@@ -59,6 +59,7 @@ INTERFACE_CHOICES = {
     "batch": ("any", "one", "heads"),
     "mask_shape": ("full", "shared"),
     "fused": ("blocks", "per-head"),
+    "pairs": ("interleaved", "halves"),
 }
 
 
@@ -130,6 +131,9 @@ class Interface:
     #: leading axes of length 1 the course's code puts in front of its answer (DLS's encodings
     #: and look-ahead masks are (1, n, ...)): taken off before it is compared
     squeeze: int = 0
+    #: RoPE's pairs of features: SPEC's neighbours (2i, 2i+1), or "halves", (i, i + d/2), the
+    #: "rotate half" layout of GPT-NeoX and Hugging Face
+    pairs: str = "interleaved"
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "parameters": list(self.parameters), "mask": self.mask,
@@ -145,7 +149,7 @@ class Interface:
                 "constants": [list(p) for p in self.constants], "none": list(self.none),
                 "mask_always": self.mask_always, "method": self.method, "ndim": self.ndim,
                 "axis": self.axis, "globals": [list(p) for p in self.globals],
-                "squeeze": self.squeeze}
+                "squeeze": self.squeeze, "pairs": self.pairs}
 
     def receives(self, argument: str) -> bool:
         """Does the course's code get this canonical argument (positionally, by keyword or in
@@ -160,6 +164,8 @@ class Interface:
             keys.add(f"mask:{self.mask}")
         if self.projections != "x@W":
             keys.add(f"projections:{self.projections}")
+        if self.pairs != "interleaved":
+            keys.add(f"pairs:{self.pairs}")
         return frozenset(keys)
 
     def canonical_for(self, task: str) -> bool:
@@ -180,7 +186,7 @@ INTERFACE_KEYS: dict[str, Any] = {
     "constructor": dict, "weights": dict, "biases": list, "fused": (str, dict),
     "return_keys": list,
     "keywords": dict, "constants": dict, "none": list, "mask_always": bool, "method": str,
-    "ndim": int, "axis": int, "globals": dict, "squeeze": int,
+    "ndim": int, "axis": int, "globals": dict, "squeeze": int, "pairs": str,
 }
 KINDS = ("builtin", "preset", "course")
 TYPE_NAMES = {str: "a string", list: "a list", dict: "a table", bool: "true or false",
@@ -251,6 +257,9 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
         raise ValueError(f"{where}: ndim is 0 (any) or 2 (a matrix), axis 0 or -1")
     if not 0 <= int(data.get("squeeze", 0)) <= 3:
         raise ValueError(f"{where}: squeeze is the number of leading axes of length 1 (0 to 3)")
+    if data.get("pairs", "interleaved") != "interleaved" and task not in (
+            "rope", "causal_self_attention"):
+        raise ValueError(f"{where}: pairs is for RoPE and causal self-attention")
     if data.get("method") and kind != "class":
         raise ValueError(f"{where}: method is for kind = \"class\"")
     keys = data.get("return_keys", ())
@@ -282,6 +291,7 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
         axis=int(data["axis"]) if "axis" in data else None,
         globals=tuple((str(k), v) for k, v in dict(data.get("globals", {})).items()),
         squeeze=int(data.get("squeeze", 0)),
+        pairs=str(data.get("pairs", "interleaved")),
     )
 
 

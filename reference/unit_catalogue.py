@@ -5,8 +5,10 @@ row, split off by family so that each file stays readable."""
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from reference import edits
-from reference.misconception import Misconception, variants_of
+from reference.misconception import Misconception, Wording, variants_of
 
 CM = ("causal_mask",)
 CSA = ("causal_self_attention",)
@@ -205,11 +207,22 @@ UNIT_ROWS: tuple[Misconception, ...] = (
         "GPT-NeoX and Hugging Face layout) is a different but equally valid layout; a course "
         "can declare it, this assignment does not.",
         ("A-err-4", "A-why-6"),
-        variants_of("rope_pairs", "halves", only=ROPE_CSA),
+        variants_of("rope_pairs", "halves", "interleaved_in_halves", only=ROPE_CSA),
         "your rotation pairs feature i with feature i + d/2 instead of 2i with 2i + 1",
         fix="Rotate neighbours: `x1, x2 = x[..., 0::2], x[..., 1::2]`, and write the results "
             "back to `out[..., 0::2]` and `out[..., 1::2]`.",
         stages=("q_heads", "k_heads", "output"),
+        in_conventions=MappingProxyType({
+            "pairs:halves": Wording(
+                "Your RoPE rotates neighbouring features (2i, 2i + 1) instead of (i, i + d/2)",
+                "This course rotates each feature i of the first half with feature i + d/2 "
+                "of the second ('rotate half', the GPT-NeoX and Hugging Face layout), pair i "
+                "turning by p * theta**(-2i/d). Rotating neighbouring features is the other "
+                "layout (RoFormer's): equally valid, but not the one this course's model uses.",
+                "Rotate the halves: `x1, x2 = x[..., :d // 2], x[..., d // 2:]`, then "
+                "`torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)`.",
+                "your rotation pairs neighbouring features instead of feature i with i + d/2"),
+        }),
     ),
     Misconception(
         "rope-rotation-reversed",

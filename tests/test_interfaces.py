@@ -24,6 +24,8 @@ HEADER = {
     "attention": ('task = "attention"\nfunction = "{function}"\nsignature = "{function}(...)"\n'),
     "multi_head_attention": ('task = "multi_head_attention"\nfunction = "{function}"\n'
                              'signature = "{function}(...).forward(x, context)"\n'),
+    **{task: f'task = "{task}"\nfunction = "{{function}}"\nsignature = "{{function}}(...)"\n'
+       for task in ("causal_mask", "positional_encoding", "rope", "causal_self_attention")},
 }
 #: a torch module called as module(x, context), nn.Linear weights, (B, n, d) inputs, no mask
 TORCH_MODULE = """\
@@ -355,7 +357,6 @@ def test_each_fused_weight_has_its_own_layout(tmp_path: Path) -> None:
 def test_an_answer_with_a_leading_axis_of_one_is_squeezed(tmp_path: Path) -> None:
     """`squeeze = 1`: a look-ahead mask returned as (1, n, n), in NumPy (the TensorFlow preset
     says the same for DLS); without it the same code is a wrong shape."""
-    HEADER["causal_mask"] = 'task = "causal_mask"\nfunction = "{function}"\nsignature = "{function}(n)"\n'
     squeezed = _course(tmp_path, "causal_mask", "look_ahead", 'parameters = ["n"]\nsqueeze = 1\n')
     plain = _course(tmp_path, "causal_mask", "look_ahead", 'parameters = ["n"]\n')
     source = """\
@@ -375,8 +376,6 @@ def test_an_answer_with_a_leading_axis_of_one_is_squeezed(tmp_path: Path) -> Non
 def test_a_config_object_and_a_module_that_adds_to_its_input(tmp_path: Path) -> None:
     """A constructor table is an object with those attributes (nanoGPT's `config`); `zeros` is
     the input of a positional encoding module that adds itself to what it is given."""
-    HEADER["positional_encoding"] = ('task = "positional_encoding"\nfunction = "{function}"\n'
-                                     'signature = "{function}(config).forward(x)"\n')
     folder = _course(tmp_path, "positional_encoding", "Encoding", """\
         kind = "class"
         parameters = ["zeros"]
@@ -405,8 +404,6 @@ def test_a_config_object_and_a_module_that_adds_to_its_input(tmp_path: Path) -> 
 def test_a_rope_module_always_given_positions_and_theta_only_where_taken(tmp_path: Path) -> None:
     """`positions_range` hands 0..n-1 to code that always takes positions; causal
     self-attention without `theta` among its parameters is not sent the RoPE inputs."""
-    HEADER["causal_self_attention"] = ('task = "causal_self_attention"\nfunction = "{function}"\n'
-                                       'signature = "{function}(x, w_q, w_k, w_v, w_o, h)"\n')
     folder = _course(tmp_path, "causal_self_attention", "attend",
                      'parameters = ["X", "W_q", "W_k", "W_v", "W_o", "num_heads"]\n')
     source = (Path(__file__).parent / "submissions" / "causal_self_attention" /
@@ -419,3 +416,22 @@ def test_a_rope_module_always_given_positions_and_theta_only_where_taken(tmp_pat
     with pytest.raises(ValueError, match="not one of"):
         registry._interface("positional_encoding",
                             {"constructor": {"config": {"width": "d_modell"}}}, "here")
+
+
+def test_a_course_of_half_split_rope_pairs_is_graded_by_them(tmp_path: Path) -> None:
+    """`pairs = "halves"`: Hugging Face's `rotate_half` layout is right there, in RoPE and inside
+    causal self-attention; the neighbours layout is then the mistake, told in the course's
+    terms."""
+    folder = _course(tmp_path, "rope", "rope", 'pairs = "halves"\n')
+    halves = (Path(__file__).parent / "submissions" / "rope" / "halves_slices.py").read_text()
+    neighbours = (Path(__file__).parent / "submissions" / "rope" / "correct_slices.py").read_text()
+    _full_marks(_grade(tmp_path, folder, halves, "halves"))
+    report = _grade(tmp_path, folder, neighbours, "neighbours")
+    assert _named(report) == ["rope-halves-not-interleaved"]
+    assert report["misconceptions"][0]["title"].startswith("Your RoPE rotates neighbouring")
+    csa = _course(tmp_path, "causal_self_attention", "causal_self_attention", 'pairs = "halves"\n')
+    layer = (Path(__file__).parent / "submissions" / "causal_self_attention" /
+             "rope_halves_numpy.py").read_text()
+    _full_marks(_grade(tmp_path, csa, layer, "csa_halves"))
+    with pytest.raises(ValueError, match="pairs is for RoPE"):
+        registry._interface("attention", {"pairs": "halves"}, "here")

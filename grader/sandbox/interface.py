@@ -123,12 +123,20 @@ def course_arguments(spec, task, args):
     for name, value in list(values.items()):
         if isinstance(value, np.ndarray) and value.dtype.kind == "f":
             values[name] = value.astype(float_dtype, copy=False)
+    if spec.get("pairs") == "halves" and task in ("rope", "causal_self_attention") and (
+            task == "rope" or values.get("theta") is not None):
+        # before the nn.Linear layout's transpose: columns are SPEC's outputs
+        back = _to_halves(values, task)
+    else:
+        back = None
     if spec.get("projections") == "linear":
         for name in PROJECTIONS:
             if name in values:
                 values[name] = _ascontiguous(values[name].T)
     axes = LEADING_AXES.get(spec.get("batch", "any"))
     leading = _fold_leading(values, task, axes) if axes else None
+    if back is not None:
+        leading = back if leading is None else _then(leading, back)
     if task == "softmax" and (spec.get("axis") is not None or spec.get("ndim")):
         leading = _fixed_softmax_axis(values, spec.get("axis"), spec.get("ndim"))
     if values.get("mask") is None and spec.get("mask_always") and task != "softmax":
@@ -142,6 +150,32 @@ def course_arguments(spec, task, args):
     convert = _framework(spec.get("arrays", "numpy"))
     parameters = spec.get("parameters") or CANONICAL_ARGUMENTS[task]
     return [convert(values[name]) for name in parameters], leading, values, convert
+
+
+def halves_order(d):
+    """The features of a (i, i + d/2) "rotate half" layout in SPEC's order: course feature c
+    holds SPEC's feature order[c] (its first half the pairs' first features, 0, 2, 4, ...)."""
+    return np.concatenate([np.arange(0, d, 2), np.arange(1, d, 2)])
+
+
+def _to_halves(values, task):
+    """A course whose RoPE pairs (i, i + d/2): its features are SPEC's, reordered so that each
+    of its pairs holds one of SPEC's (2i, 2i+1) pairs. For RoPE itself the input is reordered
+    (and the answer put back); inside causal self-attention, the columns of W_q and W_k within
+    each head (the scores q . k do not change: both are reordered alike)."""
+    if task == "rope":
+        order = halves_order(values["x"].shape[-1])
+        values["x"] = _ascontiguous(values["x"][..., order])
+        back = np.argsort(order)
+        return lambda array: array if array is None or array.shape[-1] != len(order) \
+            else array[..., back]
+    heads = int(values["num_heads"])
+    d_model = values["W_q"].shape[-1]
+    d_k = d_model // heads
+    columns = np.concatenate([h * d_k + halves_order(d_k) for h in range(heads)])
+    for name in ("W_q", "W_k"):
+        values[name] = _ascontiguous(values[name][:, columns])
+    return None
 
 
 def _derive(values, task):
@@ -164,6 +198,11 @@ def _derive(values, task):
         n = int(first.shape[-2])
         values["positions_range"] = (np.arange(n) if values.get("positions") is None
                                      else _asarray(values["positions"]))
+
+
+def _then(folded, back):
+    """Put the leading axes back, then the features."""
+    return lambda array: back(restore(array, folded))
 
 
 def course_keywords(spec, values, convert):
