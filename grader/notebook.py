@@ -75,6 +75,10 @@ class Feedback:
 
         return html.render(self.report)
 
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        """HTML for Jupyter, with the text report beside it (never a bare object repr)."""
+        return {"text/html": self._repr_html_(), "text/plain": str(self)}
+
     def _ipython_display_(self) -> None:
         """Jupyter shows the value of a cell's last line: ``check(fn)`` has shown itself
         already, so that once is skipped; shown again whenever asked for later."""
@@ -313,14 +317,14 @@ def _find_in(namespace: dict[str, Any], target: str | None,
 def _show(feedback: Feedback) -> None:
     try:
         from IPython import get_ipython
-        from IPython.display import HTML, display
+        from IPython.display import display
     except ImportError:
         print(feedback)
         return
     shell = get_ipython()
     in_kernel = shell is not None and (hasattr(shell, "kernel")  # Jupyter, VS Code, Colab
                                        or "IPKernelApp" in getattr(shell, "config", {}))
-    if in_kernel:
-        display(HTML(feedback._repr_html_()))
+    if in_kernel:  # one bundle: the HTML, and the text report for front ends without HTML
+        display({"text/html": feedback._repr_html_(), "text/plain": str(feedback)}, raw=True)
     else:  # a terminal IPython shows text
         print(feedback)

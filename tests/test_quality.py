@@ -203,3 +203,22 @@ def test_the_grader_reads_the_tracers_marks_as_the_child_writes_them() -> None:
     from grader.sandbox import session, trace
 
     assert session.CHANGED_INPUT == trace.CHANGED_INPUT
+
+
+def test_every_view_says_the_same_rendered_right() -> None:
+    """HTML shows code spans as code, never as backticks; hidden tests say in every view why a
+    score may differ from the self-check's; the notebook's display bundle has the HTML and the
+    text report."""
+    from grader.notebook import Feedback
+    from grader.render import html, markdown, text
+
+    assignment = get("attention")
+    report = grade_function(_student(assignment, {"scale": "dk"}), "attention", seed=7)
+    assert report["metadata"]["hidden_probes"]
+    shown = html.render(report)
+    assert "<code>np.sqrt(d_k)</code>" in shown and "`" not in shown.split("<pre>")[0]
+    for view in (text.render(report), markdown.render(report), shown):
+        assert "hidden tests, with other values than your self-check" in " ".join(view.split())
+    bundle = Feedback(report)._repr_mimebundle_()
+    assert set(bundle) == {"text/html", "text/plain"}
+    assert bundle["text/plain"].startswith("attention-grader: attention")

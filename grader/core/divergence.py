@@ -81,7 +81,7 @@ def _diverge(assignment: Assignment, probe: Probe, traced: Sequence[TracedValue]
              and not any(same(t.array, v) for v in correct.values())), None)
         if value is not None:
             place = quote(value.cell, value.line, STAGE_WORDS[wrong], sources)
-            where = f" (line {value.line}" + (f" of code cell {value.cell}" if value.cell else "")
+            where = " (" + (f"code cell {value.cell}, " if value.cell else "") + f"line {value.line}"
             return Divergence(wrong, f"{_sentence(told_right, wrong, traced, right)}"
                                      f"{where + ')' if place else ''}: "
                                      f"{_numbers(value.array, target)}.", place)

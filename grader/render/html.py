@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from html import escape
 from typing import Any
 
@@ -17,6 +18,7 @@ from grader.render.verdict import (
     other_fixes,
     place,
     read_more,
+    seed_note,
     unexplained,
 )
 
@@ -29,6 +31,11 @@ _STYLE = (
 )
 
 
+def _prose(text: str) -> str:
+    """Text of the report as HTML: escaped, its `code` spans shown as code, not as backticks."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(text))
+
+
 def _where_and_fix(item: dict[str, Any]) -> str:
     parts = []
     if place(item):
@@ -36,9 +43,9 @@ def _where_and_fix(item: dict[str, Any]) -> str:
                      f"<code>{escape(item['location']['code'])}</code>")
     edit = literal_fix(item)
     for heading, code in ([edit] if edit else []) + other_fixes(item):
-        parts.append(f"{escape(heading)}<pre>{escape(chr(10).join(code))}</pre>")
+        parts.append(f"{_prose(heading)}<pre>{escape(chr(10).join(code))}</pre>")
     if item.get("fix"):
-        parts.append(f"Fix: {escape(item['fix'])}")
+        parts.append(f"Fix: {_prose(item['fix'])}")
     return "".join(f"<br>{part}" for part in parts)
 
 
@@ -51,9 +58,11 @@ def render(report: dict[str, Any]) -> str:
              + ("" if graded else " (the submission could not be graded)") + "</p>"]
     if meta.get("submission"):
         parts.append(f"<p>Submission: <code>{escape(str(meta['submission']))}</code></p>")
+    if seed_note(report):
+        parts.append(f"<p>{escape(str(seed_note(report)))}</p>")
     if report["misconceptions"] or grading_errors(report):  # the first screen: what to fix
-        items = [f"<li>{escape(m['title'])} (<code>{escape(m['id'])}</code>): "
-                 f"{escape(first_line(m['evidence']))}{_where_and_fix(m)}</li>"
+        items = [f"<li>{_prose(m['title'])} (<code>{escape(m['id'])}</code>): "
+                 f"{_prose(first_line(m['evidence']))}{_where_and_fix(m)}</li>"
                  for m in report["misconceptions"]]
         items += [f"<li>{escape(e['kind'])}: {escape(first_line(e['message']))}</li>"
                   for e in grading_errors(report)]
@@ -68,8 +77,8 @@ def render(report: dict[str, Any]) -> str:
         parts.append("<h4>Misconceptions</h4>")
         for item, shown in zip(report["misconceptions"], evidence_once(report["misconceptions"])):
             bank = read_more(item)
-            parts.append(f"<h5><code>{escape(item['id'])}</code>: {escape(item['title'])}</h5>"
-                         f"<p>{escape(item['explanation'])}</p>"
+            parts.append(f"<h5><code>{escape(item['id'])}</code>: {_prose(item['title'])}</h5>"
+                         f"<p>{_prose(item['explanation'])}</p>"
                          f"<p>Evidence:</p><pre>{escape(shown)}</pre>"
                          + (f"<p>Read more in the question bank: {escape(bank)}</p>"
                             if bank else ""))
@@ -86,7 +95,7 @@ def render(report: dict[str, Any]) -> str:
         for check in report["checks"]:
             mark = ("<span class='pass'>pass</span>" if check["passed"]
                     else "<span class='fail'>fail</span>")
-            detail = "" if check["passed"] else escape(check["message"])
+            detail = "" if check["passed"] else _prose(check["message"])
             rows.append(f"<tr><td>{mark}</td><td><code>{escape(check['id'])}</code></td>"
                         f"<td>{check['points']:g} / {check['max_points']:g}</td>"
                         f"<td>{detail}</td></tr>")

@@ -23,6 +23,7 @@ from grader.render.verdict import (
     other_fixes,
     place,
     read_more,
+    seed_note,
     unexplained,
 )
 
@@ -78,6 +79,8 @@ def render(report: dict[str, Any], *, evidence: bool = True) -> str:
     ]
     if meta.get("submission"):
         lines += [f"Submission: {inline(str(meta['submission']))}", ""]
+    if seed_note(report):
+        lines += [inline(str(seed_note(report))), ""]
     if report["misconceptions"] or grading_errors(report):  # the first screen: what to fix
         lines += ["**What to fix**", ""]
         for number, item in enumerate(report["misconceptions"], 1):

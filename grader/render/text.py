@@ -17,6 +17,7 @@ from grader.render.verdict import (
     other_fixes,
     place,
     read_more,
+    seed_note,
     unexplained,
 )
 
@@ -44,6 +45,8 @@ def summary(report: dict[str, Any]) -> list[str]:
     out = [f"attention-grader: {report['assignment']} ({function}) - {meta.get('submission', '')}",
            f"Score: {report['score']:g} / {report['max_score']:g}"
            + ("" if report["status"] == "graded" else "  (could not be graded)"), ""]
+    if seed_note(report):
+        out[-1:] = [_wrap(str(seed_note(report)), ""), ""]
     if report["misconceptions"] or grading_errors(report):
         out.append("What to fix")
         for number, item in enumerate(report["misconceptions"], 1):

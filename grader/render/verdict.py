@@ -131,3 +131,11 @@ def located(report: dict[str, Any], *, evidence: bool = True) -> tuple[str, str 
 
 
 LOCATED_HEADING = "Where it first goes wrong"
+
+
+def seed_note(report: dict[str, Any]) -> str | None:
+    """Under hidden tests, why a wrong submission's score may differ from the self-check's."""
+    if not report.get("metadata", {}).get("hidden_probes") or report["score"] >= report["max_score"]:
+        return None
+    return ("These are hidden tests, with other values than your self-check: the same mistakes "
+            "are named, but each may cost a different number of points here.")
