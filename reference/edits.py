@@ -638,9 +638,10 @@ def _bottom_right(code: str, context: Context) -> str | None:
 
 
 def _add_causal_mask(code: str, context: Context) -> str | None:
-    """The scores line kept, then the keys after each query blocked."""
+    """The scores line kept, then the keys after each query blocked (only on the line of the
+    scores the mask belongs to, never on a later value)."""
     match = _ASSIGNMENT.match(code)
-    if match is None:
+    if match is None or context.stage != "masked":
         return None
     s = match["lhs"]
     if context.dialect == "torch":

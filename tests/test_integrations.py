@@ -541,12 +541,14 @@ def test_notebook_check_shows_html_inside_jupyter(monkeypatch) -> None:
     fake.get_ipython = lambda: Shell()  # type: ignore[attr-defined]
     display = types.ModuleType("IPython.display")
     display.HTML = lambda text: ("html", text)  # type: ignore[attr-defined]
-    display.display = shown.append  # type: ignore[attr-defined]
+    display.display = lambda bundle, raw=False: shown.append((bundle, raw))  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "IPython", fake)
     monkeypatch.setitem(sys.modules, "IPython.display", display)
     feedback = check(_function_from(BUGGY, "scaled_dot_product_attention"))
-    assert len(shown) == 1 and shown[0][0] == "html"
-    assert "<code>scale-by-dk</code>" in shown[0][1] and "Score: 3.7 / 10" in shown[0][1]
+    assert len(shown) == 1 and shown[0][1] is True  # one bundle, shown as it is
+    html, plain = shown[0][0]["text/html"], shown[0][0]["text/plain"]
+    assert "<code>scale-by-dk</code>" in html and "Score: 3.7 / 10" in html
+    assert "Score: 3.7 / 10" in plain and "<" not in plain.splitlines()[1]
     feedback._ipython_display_()  # as the cell's last value: shown once already, not twice
     assert len(shown) == 1
     feedback._ipython_display_()  # asked for again later: shown
