@@ -132,6 +132,20 @@ def _first_array(expression: str) -> str | None:
     return None
 
 
+def _top_level_parts(text: str) -> list[str]:
+    """``text`` split at its commas outside brackets (a call's arguments, a tuple's items)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    if text.strip():
+        parts.append(text[start:].strip())
+    return parts
+
+
 def _code_only(rewrite: Rewrite, alone: bool = True) -> Rewrite:
     """Rewrite the code of the line, keeping its comment; None if the result is not Python.
     ``alone=False``: the rewrite fixes only its part of a mistake written on several lines, and
@@ -333,15 +347,7 @@ def _where_args(code: str) -> tuple[re.Match[str], list[str]] | None:
     match = _WHERE.search(code)
     if match is None:
         return None
-    args, depth, start = [], 0, 0
-    text = match["args"]
-    for i, ch in enumerate(text):
-        depth += ch in "([" and 1 or 0
-        depth -= ch in ")]" and 1 or 0
-        if ch == "," and depth == 0:
-            args.append(text[start:i].strip())
-            start = i + 1
-    args.append(text[start:].strip())
+    args = _top_level_parts(match["args"])
     return (match, args) if len(args) == 3 else None
 
 
@@ -519,28 +525,20 @@ _TRIANGLE = re.compile(r"(?P<f>\b(?:np|jnp|torch)\.(?:tril|triu)|\.(?:tril|triu)
                        r"(?P<args>(?:[^()]|\((?:[^()]|\([^()]*\))*\))*)\)")
 
 
-def _triangle_args(args: str) -> tuple[list[str], int | None]:
-    """The call's arguments split at top-level commas, and which one is the diagonal offset."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(args):
-        depth += ch in "([" and 1 or 0
-        depth -= ch in ")]" and 1 or 0
-        if ch == "," and depth == 0:
-            parts.append(args[start:i].strip())
-            start = i + 1
-    if args.strip():
-        parts.append(args[start:].strip())
+def _triangle_args(match: re.Match[str]) -> tuple[list[str], int | None]:
+    """The triangle call's arguments, and which one is the diagonal offset (the second of
+    ``np.tril(m, k)``, the first of the method ``x.tril(k)``), if given."""
+    parts = _top_level_parts(match["args"])
     for i, part in enumerate(parts):
         if re.match(r"(?:k|diagonal)\s*=", part):
             return parts, i
-    method = not args or not parts  # x.tril(k): the offset is the first argument
     positional = [i for i, part in enumerate(parts) if "=" not in part]
-    wanted = 0 if method else 1
+    wanted = 0 if match["f"].startswith(".") else 1
     return parts, (positional[wanted] if len(positional) > wanted else None)
 
 
 def _offset(code: str, match: re.Match[str]) -> str:
-    parts, at = _triangle_args(match["args"])
+    parts, at = _triangle_args(match)
     if at is None:
         return "0"
     return re.sub(r"^(?:k|diagonal)\s*=\s*", "", parts[at])
@@ -549,7 +547,7 @@ def _offset(code: str, match: re.Match[str]) -> str:
 def _with_offset(code: str, match: re.Match[str], offset: str, name: str | None = None) -> str:
     """The triangle call rewritten with another diagonal offset (and function name)."""
     f = match["f"] if name is None else re.sub(r"tril|triu", name, match["f"])
-    parts, at = _triangle_args(match["args"])
+    parts, at = _triangle_args(match)
     keyword = "diagonal" if "torch" in f or f.startswith(".") else "k"
     value = f"{keyword}={offset}"
     if f.startswith("."):  # x.tril(k): the offset is the first argument
@@ -730,14 +728,7 @@ def _values_unrotated(code: str, context: Context) -> str | None:
                      code)
     if match is None or not re.search(r"(?i)v|value", match["v"]):
         return None
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(match["rhs"]):
-        depth += ch in "([" and 1 or 0
-        depth -= ch in ")]" and 1 or 0
-        if ch == "," and depth == 0:
-            parts.append(match["rhs"][start:i].strip())
-            start = i + 1
-    parts.append(match["rhs"][start:].strip())
+    parts = _top_level_parts(match["rhs"])
     if len(parts) != 3:
         return None
     return f"{match['targets']} = {parts[0]}, {parts[1]}"

@@ -1,0 +1,49 @@
+"""The literal fixes' rewrites (pure): a quoted line in, the code that replaces it out, in the
+line's own names and framework; None when the line has a shape the rewrite does not know (the
+report then gives the fix sentence alone). tests/test_fixes.py grades the rewritten fixtures."""
+
+from __future__ import annotations
+
+import pytest
+
+from reference import edits
+
+NUMPY = edits.Context("attention", "scaled", "numpy", {"mask": "mask", "W_o": "W_o"})
+TORCH = edits.Context("causal_self_attention", "causal_mask", "torch", {})
+
+CASES = [
+    (edits.divide_by_sqrt, NUMPY, "s = q @ k.T / d_k  # scale", "s = q @ k.T / d_k ** 0.5  # scale"),
+    (edits.add_scale, NUMPY, "scores = Q @ K.T", "scores = (Q @ K.T) / Q.shape[-1] ** 0.5"),
+    (edits.swap_branches, NUMPY, "s = np.where(mask, -np.inf, s)", "s = np.where(mask, s, -np.inf)"),
+    (edits.swap_branches, TORCH, "s = s.masked_fill(keep, -1e9)", "s = s.masked_fill(~keep, -1e9)"),
+    (edits.fill_far_below, NUMPY, "s = np.where(blocked, 0.0, s)", "s = np.where(blocked, -1e9, s)"),
+    (edits.diagonal_down, TORCH, "bias = torch.ones(T, T).tril(1)",
+     "bias = torch.ones(T, T).tril(diagonal=0)"),
+    (edits.complement_mask, NUMPY, "m = np.triu(np.ones((n, m)), k=1)",
+     "m = np.tril(np.ones((n, m)), k=0)"),
+    (edits.complement_mask, NUMPY, "m = ~np.tril(ones, k=m - n)", "m = np.tril(ones, k=m - n)"),
+    (edits.values_unrotated, NUMPY, "q, k, v = f(q, t), f(k, t), f(v, t)", "q, k = f(q, t), f(k, t)"),
+    (edits.new_array, NUMPY, "Q /= np.sqrt(d_k)", "Q = Q / np.sqrt(d_k)"),
+]
+
+
+@pytest.mark.parametrize(("rewrite", "context", "line", "fixed"), CASES,
+                         ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)])
+def test_a_rewrite_turns_the_line_into_the_fix(rewrite: edits.Rewrite, context: edits.Context,
+                                               line: str, fixed: str) -> None:
+    assert edits.rewrite((rewrite,), line, context) == fixed
+
+
+@pytest.mark.parametrize("line", ["return softmax(Q @ K.T) @ V", "x = y", "s = np.where(m, a, b)"])
+def test_a_line_of_another_shape_gets_no_literal_fix(line: str) -> None:
+    rows = (edits.fill_far_below, edits.diagonal_up, edits.values_unrotated)
+    assert edits.rewrite(rows, line, NUMPY) is None
+
+
+def test_a_part_of_a_fix_is_never_offered_alone() -> None:
+    """The per-row sum of a global softmax needs its max line changed too (``also``)."""
+    line = "return e / np.sum(e)"
+    context = edits.Context("softmax", "output", "numpy", {"axis": "axis"})
+    assert edits.rewrite((edits.row_totals,), line, context) is None
+    assert edits.rewrite((edits.row_totals,), line, context, alone=False) == (
+        "return e / np.sum(e, axis=axis, keepdims=True)")
