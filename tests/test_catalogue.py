@@ -156,3 +156,19 @@ def test_the_contract_document_names_every_id_and_error_kind() -> None:
     error = schema()["properties"]["errors"]["items"]["properties"]["kind"]["enum"]
     for kind in error:
         assert f"`{kind}`" in contract, kind
+
+
+def test_every_stage_a_row_points_at_has_words() -> None:
+    """A report says which value the quoted line computes: every stage a row may quote, or fix
+    again on another line, has its words."""
+    from grader.core.locate import STAGE_WORDS
+
+    for row in catalogue.CATALOGUE:
+        assert set(row.stages) | set(row.also) <= set(STAGE_WORDS), row.id
+
+
+def test_a_file_of_several_unit_functions_is_graded_as_the_most_advanced() -> None:
+    assert registry.infer({"causal_mask", "causal_self_attention"}) == "causal_self_attention"
+    assert registry.infer({"softmax", "causal_mask"}) == "causal_mask"
+    assert registry.infer({"positional_encoding", "scaled_dot_product_attention"}) == "attention"
+    assert registry.infer({"rope", "multi_head_attention"}) == "multi_head_attention"
