@@ -248,3 +248,14 @@ def test_a_file_that_runs_out_of_memory_while_loading_says_so_first(grade_source
     assert "loading stopped at the error above" in then["message"]
     shown = text.render(report)
     assert shown.index("memory-limit") < shown.index("missing-function")
+
+
+def test_a_cell_that_reads_what_check_returns_still_runs_while_grading(grade_source) -> None:
+    """Inside the grader the notebook's self-check is skipped; what it returns can still be
+    read (`fb = check(...); fb.passed`), so the cell is no note and costs nothing."""
+    correct = (SUBMISSIONS / "attention" / "correct_matmul.py").read_text()
+    reading = ("from grader import check\nfb = check(scaled_dot_product_attention)\n"
+               "print(fb.passed, fb.score, len(fb.misconceptions), fb.report.get('score'))\n"
+               "if not fb.passed:\n    print('keep going')")
+    report = grade_source(notebook(correct, reading), "reads_feedback.ipynb")
+    assert report["score"] == report["max_score"] and report["errors"] == []

@@ -170,12 +170,32 @@ def install_tripwires(forbidden_roots, allowed_files, forbidden_modules, tripped
     sys.addaudithook(hook)
 
 
+class SkippedCheck:
+    """What the notebook's ``check()`` returns while grading: nothing was checked, and a cell
+    that reads the feedback (``fb.passed``, ``fb.score``, ``fb.misconceptions``) still runs."""
+
+    passed = False
+    score = max_score = 0.0
+    misconceptions = checks = ()
+    report = {}
+
+    def __getattr__(self, name):
+        return None
+
+    def __bool__(self):
+        return False
+
+    def __repr__(self):
+        return "(attention-grader: the notebook self-check is skipped while grading)"
+
+
 def grader_stub():
     """``grader`` inside the sandbox: ``from grader import check`` in a notebook does nothing."""
     module = types.ModuleType("grader")
 
     def check(*args, **kwargs):
         print("(attention-grader: the notebook self-check is skipped while grading)")
+        return SkippedCheck()
 
     module.check = check
     return module
