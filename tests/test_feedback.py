@@ -100,6 +100,8 @@ def test_a_cell_that_does_not_touch_the_grade_is_a_note_after_it(grade_source) -
     shown = text.render(report)
     assert "What to fix" not in shown
     assert shown.index("Score:") < shown.index("Notes (these did not change your score)")
+    # the student's page: how staff add a package to the grader is the README's, not this
+    assert "gradescope-zip" not in shown and "`packages`" not in shown
 
 
 def test_a_cell_error_that_may_have_cost_marks_stays_an_error(grade_source) -> None:
