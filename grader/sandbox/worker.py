@@ -177,7 +177,7 @@ class SkippedCheck:
     passed = False
     score = max_score = 0.0
     misconceptions = checks = ()
-    report = {}
+    report: dict = {}
 
     def __getattr__(self, name):
         return None
