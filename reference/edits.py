@@ -50,11 +50,10 @@ class Context:
         """The axis a softmax normalises, as the code should say it."""
         return self.names.get("axis", "axis") if self.task == "softmax" else "-1"
 
-    def keep(self, value: str, axis: str | None = None) -> str:
+    def keep(self) -> str:
         """``axis=..., keepdims=True`` in this framework's words."""
-        axis = axis or self.axis
-        return f"dim={axis}, keepdim=True" if self.dialect == "torch" else \
-            f"axis={axis}, keepdims=True"
+        return f"dim={self.axis}, keepdim=True" if self.dialect == "torch" else \
+            f"axis={self.axis}, keepdims=True"
 
     def module(self) -> str:
         return {"torch": "torch", "jax": "jnp", "tf": "tf"}.get(self.dialect, "np")
@@ -72,12 +71,12 @@ class Context:
             return f"{x}.amax(dim={self.axis}, keepdim=True)"
         if self.dialect == "tf":
             return f"tf.reduce_max({x}, axis={self.axis}, keepdims=True)"
-        return f"{x}.max({self.keep(x)})"
+        return f"{x}.max({self.keep()})"
 
     def row_sum(self, x: str) -> str:
         if self.dialect == "tf":
             return f"tf.reduce_sum({x}, axis={self.axis}, keepdims=True)"
-        return f"{x}.sum({self.keep(x)})"
+        return f"{x}.sum({self.keep()})"
 
     def swap_last(self, x: str) -> str:
         if self.dialect == "tf":
@@ -246,7 +245,7 @@ def _per_row_totals(code: str, context: Context) -> str:
     """Every sum or max over the whole array -> over the softmax's axis, kept for broadcasting."""
     if _AXIS.search(code):
         return _AXIS.sub(lambda m: f"{m['kw']}={context.axis}", code)
-    keep = context.keep("")
+    keep = context.keep()
     code = re.sub(r"\b(?P<f>np\.sum|np\.max|np\.amax|jnp\.sum|jnp\.max|torch\.sum)\("
                   r"(?P<x>[^(),]+)\)", lambda m: f"{m['f']}({m['x']}, {keep})", code)
     method = "amax" if context.dialect == "torch" else "max"
@@ -744,7 +743,6 @@ right_axis = _code_only(_right_axis)
 row_max = _code_only(_row_max)
 row_softmax = _code_only(_row_softmax)
 row_totals = _code_only(_row_max, alone=False)
-axis_of_the_row = _code_only(_right_axis, alone=False)
 exponentiate_first = _code_only(_exponentiate_first)
 then_normalise = _code_only(_then_normalise)
 subtract_row_max = _code_only(_subtract_row_max)

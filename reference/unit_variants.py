@@ -130,7 +130,7 @@ def causal_self_attention(
 
         def rotate(q: Array, k: Array, v: Array, stage: str) -> tuple[Array, Array, Array]:
             wanted = "projected" if where == "before_split" else "split"
-            if stage != wanted and stage != "heads":
+            if stage not in (wanted, "unsplit"):
                 return q, k, v
             turned = (q, k, v) if where == "heads_qkv" else (q, k)
             rotated = [rope(recipe, a, None, float(theta)) for a in turned]

@@ -295,7 +295,8 @@ def multi_head_attention(
 
 
 #: rotate(q, k, v, stage) -> (q, k, v): position information applied to the projections
-#: (stage "projected", full width) or to the heads ("heads"), as the recipe places it
+#: (stage "projected", full width, before the split), to the heads ("split"), or to the
+#: full width when heads are never split ("unsplit"), as the recipe places it
 Rotate = Callable[[Array, Array, Array, str], tuple[Array, Array, Array]]
 
 
@@ -321,7 +322,7 @@ def _multi_head(
     stages.update(q=q, k=k, v=v)
     split = _choice(recipe, "split")
     if rotate is not None:
-        q, k, v = rotate(q, k, v, "projected" if split != "none" else "heads")
+        q, k, v = rotate(q, k, v, "projected" if split != "none" else "unsplit")
         stages.update(q=q, k=k, v=v)
     d_model = x_q.shape[-1]
     dims = Dims(

@@ -196,6 +196,16 @@ def test_the_child_knows_the_same_canonical_arguments_as_the_registry() -> None:
     assert interface.CANONICAL_ARGUMENTS == registry.CANONICAL_ARGUMENTS
 
 
+def test_the_child_orders_rotate_half_features_as_the_variants_do() -> None:
+    """interface.py keeps its own copy of the (i, i + d/2) feature order (the child never
+    imports reference): the course is handed what the variant of its mistake assumes."""
+    from grader.sandbox import interface
+    from reference import unit_variants
+
+    for d in (2, 4, 6, 16):
+        assert interface.halves_order(d).tolist() == unit_variants.halves_order(d).tolist()
+
+
 def test_the_grader_reads_the_tracers_marks_as_the_child_writes_them() -> None:
     """trace.py runs in the child and never imports the grader; the session keeps its copy of
     the mark for a line that changed an input (importing trace.py there would load NumPy

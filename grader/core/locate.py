@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -35,10 +36,11 @@ STAGE_WORDS: Mapping[str, str] = {
     "scaled": "the scaled scores", "masked": "the masked scores",
     "exponentials": "the exponentials", "softmax": "the softmax weights",
     "weights": "the attention weights", "heads": "the heads' outputs",
-    "merged": "the merged heads", "output": "the output", "angles": "the angles",
-    "pair_angles": "the angles of the pairs", "frequencies": "the frequencies",
-    "causal_mask": "the causal mask",
-    "pair_frequencies": "the frequencies of the pairs", "positions": "the positions",
+    "merged": "the merged heads", "output": "the output",
+    # the rest of the unit: the causal mask, and the position information
+    "causal_mask": "the causal mask", "positions": "the positions",
+    "frequencies": "the frequencies", "pair_frequencies": "the frequencies of the pairs",
+    "angles": "the angles", "pair_angles": "the angles of the pairs",
 }
 
 
@@ -60,17 +62,9 @@ def locate(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[C
     row = catalogue.BY_ID[misconception_id]
     if row.detector == "input-mutation":
         return _first_input_change(probes, outcomes)
-    own = catalogue.own_choices(misconception_id, recipe)
-    if not own or not row.stages:
+    if not catalogue.own_choices(misconception_id, recipe) or not row.stages:
         return None
-    without = {knob: choice for knob, choice in recipe.items() if knob not in own}
-    for probe, outcome in zip(probes, outcomes):
-        if probe.traced and outcome.traced:
-            place = _first_place(assignment, probe, outcome.traced, recipe, without, row.stages,
-                                 row.at_call)
-            if place is not None:
-                return place
-    return None
+    return _on_a_traced_call(assignment, probes, outcomes, misconception_id, recipe, row.stages)
 
 
 def also_places(assignment: Assignment, probes: Sequence[Probe],
@@ -78,20 +72,30 @@ def also_places(assignment: Assignment, probes: Sequence[Probe],
                 recipe: Mapping[str, str], first: Place) -> list[Place]:
     """Other lines where the same mistake is written (the row's ``also`` stages), one per
     stage, none of them the first line."""
-    row = catalogue.BY_ID[misconception_id]
+    found: dict[tuple[int | None, int], Place] = {}
+    for stage in catalogue.BY_ID[misconception_id].also:
+        place = _on_a_traced_call(assignment, probes, outcomes, misconception_id, recipe,
+                                  (stage,))
+        if place is not None and (place.cell, place.line) != (first.cell, first.line):
+            found.setdefault((place.cell, place.line), place)
+    return list(found.values())
+
+
+def _on_a_traced_call(assignment: Assignment, probes: Sequence[Probe],
+                      outcomes: Sequence[CallOutcome], misconception_id: str,
+                      recipe: Mapping[str, str], stages: Sequence[str]) -> Place | None:
+    """The line of the first of ``stages`` where the mistake shows, on the first traced call
+    that shows it."""
     own = catalogue.own_choices(misconception_id, recipe)
     without = {knob: choice for knob, choice in recipe.items() if knob not in own}
-    found: dict[tuple[int | None, int], Place] = {}
-    for stage in row.also:
-        for probe, outcome in zip(probes, outcomes):
-            if probe.traced and outcome.traced:
-                place = _first_place(assignment, probe, outcome.traced, recipe, without,
-                                     (stage,), row.at_call)
-                if place is not None:
-                    if (place.cell, place.line) != (first.cell, first.line):
-                        found.setdefault((place.cell, place.line), place)
-                    break
-    return list(found.values())
+    at_call = catalogue.BY_ID[misconception_id].at_call
+    for probe, outcome in zip(probes, outcomes):
+        if probe.traced and outcome.traced:
+            place = _first_place(assignment, probe, outcome.traced, recipe, without, stages,
+                                 at_call)
+            if place is not None:
+                return place
+    return None
 
 
 def _first_input_change(probes: Sequence[Probe], outcomes: Sequence[CallOutcome]
@@ -206,6 +210,11 @@ def with_literal_fix(quoted: SourcePlace, assignment: Assignment, misconception_
 def parameter_names(sources: Sequence[str], function: str) -> tuple[str, ...]:
     """The parameters of the submission's function ``function`` as it names them (the last
     definition wins, as when the code runs); () when it is not a plain function."""
+    return _parameter_names(tuple(sources), function)
+
+
+@functools.lru_cache(maxsize=16)  # asked once per line a report fixes: parsed once
+def _parameter_names(sources: tuple[str, ...], function: str) -> tuple[str, ...]:
     found: tuple[str, ...] = ()
     for source in sources:
         try:

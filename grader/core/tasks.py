@@ -47,17 +47,17 @@ class Task:
     unknown_rows: Callable[[Recipe, Probe], Array | None] | None = None
 
 
-def _softmax_reference(x: Array, axis: int = -1) -> Outputs:
-    return reference.softmax(x, axis), None
+def _plain(function: Callable[..., Array]) -> Callable[..., Outputs]:
+    """A task computed as one array (no attention weights to return beside it)."""
+    def outputs(*args: Any) -> Outputs:
+        return function(*args), None
+    return outputs
 
 
-def _softmax_pipeline(recipe: Recipe, x: Array, axis: int = -1,
-                      record: variants.Stages | None = None) -> Outputs:
-    return variants.softmax(recipe, x, axis, record), None
-
-
-def _multi_head_reference(*args: Any) -> Outputs:
-    return reference.multi_head_attention(*args), None
+def _plain_pipeline(function: Callable[..., Array]) -> Callable[..., Outputs]:
+    def outputs(recipe: Recipe, *args: Any, record: variants.Stages | None = None) -> Outputs:
+        return function(recipe, *args, record=record), None
+    return outputs
 
 
 def _softmax_fields(probe: Probe, recipe: Recipe) -> dict[str, object]:
@@ -90,27 +90,18 @@ def _attention_fields(probe: Probe, recipe: Recipe) -> dict[str, object]:
 _MATRIX_NAMES = {"q": "W_q", "k": "W_k", "v": "W_v", "-": "no matrix"}
 
 
+def _projection_words(recipe: Recipe) -> str:
+    """Which matrix projects Q, K and V under the recipe ("Q from W_q, K from W_q, ...")."""
+    return ", ".join(f"{role} from {_MATRIX_NAMES[c]}"
+                     for role, c in zip("QKV", recipe.get("proj_matrices", "qkv")))
+
+
 def _multi_head_fields(probe: Probe, recipe: Recipe) -> dict[str, object]:
     q, k = probe.args[0], probe.args[1]
     d_model, heads = q.shape[-1], probe.args[6]
     d_k = d_model // heads
-    projection = ", ".join(f"{role} from {_MATRIX_NAMES[c]}"
-                           for role, c in zip("QKV", recipe.get("proj_matrices", "qkv")))
     return {**_sizes(q, d_k, d_k, q.shape[-2], k.shape[-2], heads, d_model, recipe),
-            "projection": projection}
-
-
-def _plain(function: Callable[..., Array]) -> Callable[..., Outputs]:
-    """A task computed as one array (no attention weights to return beside it)."""
-    def outputs(*args: Any) -> Outputs:
-        return function(*args), None
-    return outputs
-
-
-def _plain_pipeline(function: Callable[..., Array]) -> Callable[..., Outputs]:
-    def outputs(recipe: Recipe, *args: Any, record: variants.Stages | None = None) -> Outputs:
-        return function(recipe, *args, record=record), None
-    return outputs
+            "projection": _projection_words(recipe)}
 
 
 #: an additive mask blocks with -inf or a number at least this far below 0
@@ -163,19 +154,19 @@ def _causal_self_fields(probe: Probe, recipe: Recipe) -> dict[str, object]:
     d_model, heads = x.shape[-1], probe.args[5]
     d_k = d_model // heads
     n = x.shape[-2]
-    projection = ", ".join(f"{role} from {_MATRIX_NAMES[c]}"
-                           for role, c in zip("QKV", recipe.get("proj_matrices", "qkv")))
-    return {**_sizes(x, d_k, d_k, n, n, heads, d_model, recipe), "projection": projection}
+    return {**_sizes(x, d_k, d_k, n, n, heads, d_model, recipe),
+            "projection": _projection_words(recipe)}
 
 
 TASKS: Mapping[str, Task] = {
     task.name: task for task in (
-        Task("softmax", _softmax_reference, _softmax_pipeline, probes.softmax_probes,
-             concepts.SOFTMAX_CONCEPTS, _softmax_fields),
+        Task("softmax", _plain(reference.softmax), _plain_pipeline(variants.softmax),
+             probes.softmax_probes, concepts.SOFTMAX_CONCEPTS, _softmax_fields),
         Task("attention", reference.scaled_dot_product_attention, variants.attention,
              probes.attention_probes, concepts.ATTENTION_CONCEPTS, _attention_fields),
-        Task("multi_head_attention", _multi_head_reference, variants.multi_head_attention,
-             probes.multi_head_probes, concepts.MULTI_HEAD_CONCEPTS, _multi_head_fields),
+        Task("multi_head_attention", _plain(reference.multi_head_attention),
+             variants.multi_head_attention, probes.multi_head_probes,
+             concepts.MULTI_HEAD_CONCEPTS, _multi_head_fields),
         Task("causal_mask", _plain(lambda *a: reference.causal_mask(*a).astype(np.float64)),
              _plain_pipeline(unit_variants.causal_mask), unit_probes.causal_mask_probes,
              unit_probes.CAUSAL_MASK_CONCEPTS, _mask_fields, read_outputs=_read_masks,

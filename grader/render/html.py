@@ -12,10 +12,9 @@ from grader.render.verdict import (
     evidence_once,
     first_line,
     grading_errors,
-    literal_fix,
+    literal_fixes,
     located,
     notes,
-    other_fixes,
     place,
     read_more,
     seed_note,
@@ -41,8 +40,7 @@ def _where_and_fix(item: dict[str, Any]) -> str:
     if place(item):
         parts.append(f"{escape(str(place(item)))}: "
                      f"<code>{escape(item['location']['code'])}</code>")
-    edit = literal_fix(item)
-    for heading, code in ([edit] if edit else []) + other_fixes(item):
+    for heading, code in literal_fixes(item):
         parts.append(f"{_prose(heading)}<pre>{escape(chr(10).join(code))}</pre>")
     if item.get("fix"):
         parts.append(f"Fix: {_prose(item['fix'])}")

@@ -17,10 +17,9 @@ from grader.render.verdict import (
     evidence_once,
     first_line,
     grading_errors,
-    literal_fix,
+    literal_fixes,
     located,
     notes,
-    other_fixes,
     place,
     read_more,
     seed_note,
@@ -88,8 +87,7 @@ def render(report: dict[str, Any], *, evidence: bool = True) -> str:
             lines.append(f"{number}. {inline(item['title'])} (`{item['id']}`){shown}")
             if place(item):
                 lines.append(f"   - {place(item)}: {code_span(item['location']['code'])}")
-            edit = literal_fix(item)
-            for heading, code in ([edit] if edit else []) + other_fixes(item):
+            for heading, code in literal_fixes(item):
                 lines += [f"   - {inline(heading)}", "",
                           *("     " + line for line in fence("\n".join(code)).split("\n")), ""]
             if item.get("fix"):

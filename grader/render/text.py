@@ -11,10 +11,9 @@ from grader.render.verdict import (
     evidence_once,
     first_line,
     grading_errors,
-    literal_fix,
+    literal_fixes,
     located,
     notes,
-    other_fixes,
     place,
     read_more,
     seed_note,
@@ -54,8 +53,7 @@ def summary(report: dict[str, Any]) -> list[str]:
             if place(item):
                 out.append(f"     {place(item)}:")
                 out.append(f"         {item['location']['code']}")
-            edit = literal_fix(item)
-            for heading, code in ([edit] if edit else []) + other_fixes(item):
+            for heading, code in literal_fixes(item):
                 out.append(_wrap(heading, "     "))
                 out += [f"         {line}" for line in code]
             if item.get("fix"):

@@ -45,31 +45,30 @@ def place(item: dict[str, Any]) -> str | None:
     location = item.get("location")
     if not location:
         return None
-    where = (f"code cell {location['cell']}, line {location['line']}" if location.get("cell")
-             else f"line {location['line']}")
-    return f"Shows first in {where} ({location['computes']})"
+    return f"Shows first in {_line(location)} ({location['computes']})"
 
 
-def literal_fix(item: dict[str, Any]) -> tuple[str, list[str]] | None:
-    """The quoted line's literal fix: what to do with the line, and the code lines to write
-    (indented like the quoted line); None when the report has no literal fix for it."""
+def _line(location: dict[str, Any]) -> str:
+    """"line 7", or in a notebook "code cell 3, line 7"."""
+    return (f"code cell {location['cell']}, line {location['line']}" if location.get("cell")
+            else f"line {location['line']}")
+
+
+def literal_fixes(item: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """The finding's literal fix, line by line: what to do with each line, and the code lines
+    to write (indented like it); the quoted line first, then the other lines the same mistake
+    is written on. Empty when the report has no literal fix."""
     location = item.get("location") or {}
     fixed = location.get("fixed")
     if not fixed:
-        return None
+        return []
     lines = str(fixed).split("\n")
     if len(lines) > 1 and lines[0] == location["code"]:
-        return "Keep that line and add after it, indented the same:", lines[1:]
-    return "Change that line to:", lines
-
-
-def other_fixes(item: dict[str, Any]) -> list[tuple[str, list[str]]]:
-    """The same mistake's other lines and what each becomes (the literal fix changes them all)."""
-    fixes = []
-    for other in (item.get("location") or {}).get("also", []):
-        where = (f"code cell {other['cell']}, line {other['line']}" if other.get("cell")
-                 else f"line {other['line']}")
-        fixes.append((f"Also change {where}, `{other['code']}`, to:",
+        fixes = [("Keep that line and add after it, indented the same:", lines[1:])]
+    else:
+        fixes = [("Change that line to:", lines)]
+    for other in location.get("also", []):
+        fixes.append((f"Also change {_line(other)}, `{other['code']}`, to:",
                       str(other["fixed"]).split("\n")))
     return fixes
 
