@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import collections
 import csv
 import dataclasses
 import glob
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.config import DEFAULT_LIMITS, Limits
-from grader.load import candidates, has_submission_suffix
+from grader.load import candidates, has_submission_suffix, stays_within
 from grader.model import printable_name
 from grader.version import __version__
 
@@ -156,6 +157,45 @@ class Job:
     key: dict[str, Any] = field(default_factory=dict)
 
 
+#: libraries that take long to import (scipy.special alone costs a run 0.2 s of CPU, ten runs'
+#: worth of grading), under the name students import them by
+SLOW_IMPORTS = {"scipy": "scipy.special", "torch": "torch", "tensorflow": "tensorflow",
+                "jax": "jax"}
+#: a library in the fork server makes every fork slower (scipy doubles its cost, about 4 ms a
+#: run), so a worker's server imports one only once at least one submission in this many of the
+#: worker's does, and two in all: a class that uses it often pays for it once, a class where one
+#: student does pays nothing for it
+WARM_SHARE = 25
+_imported: collections.Counter[str] = collections.Counter()
+_IMPORTS_SLOW = re.compile(r"(?:^|[\s\"';])(?:from|import)\s+(" + "|".join(SLOW_IMPORTS)
+                           + r")\b", re.MULTILINE)
+
+
+def slow_imports(files: Sequence[Path]) -> tuple[str, ...]:
+    """The slow libraries these files import (a hint for the fork server, never a verdict's)."""
+    found: set[str] = set()
+    for path in files:
+        if not stays_within(path, path.parent):
+            continue
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read(1 << 20).decode("utf-8", "replace")
+        except OSError:
+            continue
+        found.update(SLOW_IMPORTS[name] for name in _IMPORTS_SLOW.findall(text))
+    return tuple(sorted(found))
+
+
+def worth_warming(imports: tuple[str, ...]) -> tuple[str, ...]:
+    """Count one more submission of this worker, which imports ``imports``; return the slow
+    libraries common enough in the worker's submissions so far to import in its fork server."""
+    _imported["(submissions)"] += 1
+    _imported.update(imports)
+    seen = _imported["(submissions)"]
+    return tuple(name for name in SLOW_IMPORTS.values()
+                 if _imported[name] >= 2 and _imported[name] * WARM_SHARE >= seen)
+
+
 def grade_entry(job: Job) -> dict[str, Any]:
     """Grade one student's submission: every candidate file, keeping the best report."""
     from grader import registry, sandbox
@@ -163,10 +203,13 @@ def grade_entry(job: Job) -> dict[str, Any]:
 
     entry = job.entry
     # the fork server imports the course's framework once, not every fork (a torch class
-    # paid torch's import for every student)
+    # paid torch's import for every student), and a slow library many students import too
     framework = registry.get(job.assignment).interface.arrays
+    warm = worth_warming(slow_imports(entry.files))
     if framework in registry.FRAMEWORK_PACKAGES:
-        sandbox.warm_frameworks((framework,))
+        warm += (framework,)
+    if warm:
+        sandbox.warm_frameworks(warm)
     report = grade_best_of(entry.files, assignment=job.assignment, seed=job.seed,
                            limits=job.limits, label=entry.student)
     report["metadata"].update(student=entry.student, batch_key=job.key,

@@ -322,3 +322,40 @@ def test_a_batch_leaves_nothing_in_the_temporary_folder(tmp_path: Path) -> None:
                             env={**os.environ, "TMPDIR": str(temporary)})
     assert result.returncode == 0, result.stderr
     assert list(temporary.iterdir()) == []
+
+
+def test_a_slow_library_many_students_import_is_imported_once_by_the_fork_server(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once scipy is common among a worker's submissions, its fork server imports it too, so
+    the students after that do not pay for the import; one student alone does not make every
+    fork slower; the reports are the same either way."""
+    pytest.importorskip("scipy")
+    import collections
+
+    from grader import batch, sandbox
+    from grader.batch import Job, grade_entry, slow_imports
+    from grader.config import Limits
+    from grader.sandbox import forkserver
+
+    monkeypatch.setattr(batch, "_imported", collections.Counter({"(submissions)": 30}))
+    student = tmp_path / "ada"
+    student.mkdir()
+    shutil.copy(SUBMISSIONS / "attention" / "correct_logsumexp_tuple.py",
+                student / "attention.py")
+    files = (student / "attention.py",)
+    assert slow_imports(files) == ("scipy.special",)
+    job = Job(Entry("ada", files), "attention", 0, Limits())
+    sandbox.use_fork_server(True)
+    try:
+        reports = [grade_entry(job)]
+        server = forkserver.current()
+        assert server is not None and "scipy.special" not in server.frameworks  # one in 31
+        reports.append(grade_entry(job))  # two in 32: common enough
+        assert "scipy.special" in server.frameworks
+        reports.append(grade_entry(job))
+        maps = Path(f"/proc/{server.process.pid}/maps").read_text()
+        assert "scipy" in maps  # the server itself has it loaded: its forks inherit it
+        assert server is forkserver.current()  # warmed in place, not restarted
+    finally:
+        sandbox.use_fork_server(False)
+    assert {r["score"] for r in reports} == {reports[0]["max_score"]}

@@ -191,6 +191,38 @@ def test_one_hanging_probe_costs_only_that_probe(grade_source) -> None:
     assert "timeout" in [e["kind"] for e in report["errors"]]
 
 
+def _outcomes(source: str, limits: Limits) -> list:
+    """Every call's outcome, straight from the sandbox, on the attention probes."""
+    from grader.core.tasks import build_probes
+    from grader.model import Submission
+    from grader.sandbox.session import CallPlan
+
+    probes = build_probes("attention", 0)
+    submission = Submission(Path("attention.py"), "py", (source,))
+    _, outcomes = sandbox.run(submission, lambda info: CallPlan(
+        "scaled_dot_product_attention", probes), limits)
+    return outcomes
+
+
+def test_a_submission_that_hangs_on_every_call_is_given_up_after_two_timeouts_in_a_row() -> None:
+    outcomes = _outcomes(wrap("while True:\n    pass"), FAST)
+    ran_out = [o for o in outcomes if "did not return" in o.message]
+    assert len(ran_out) == 2, [o.message for o in outcomes]
+    assert all(o.error_kind == "timeout" for o in outcomes)
+    assert all("two calls in a row ran out of time" in o.message
+               for o in outcomes if o not in ran_out)
+
+
+def test_a_submission_that_hangs_on_masked_inputs_still_answers_every_other_one() -> None:
+    outcomes = _outcomes(wrap("if mask is not None:\n    while True:\n        pass\n"
+                              "return _correct(Q, K, V, mask)"), FAST)
+    from grader.core.tasks import build_probes
+
+    for probe, outcome in zip(build_probes("attention", 0), outcomes):
+        if len(probe.args) < 4 or probe.args[3] is None:
+            assert outcome.ok, (probe.id, outcome.message)
+
+
 @pytest.mark.parametrize("body", [
     "class Lying(np.ndarray):\n    def __eq__(self, other):\n        return True\n"
     "return np.zeros((Q.shape[-2], V.shape[-1])).view(Lying)",

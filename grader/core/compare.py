@@ -49,15 +49,26 @@ def tolerance_for(actual: Array, expected: Array, large_logits: bool = False, *,
     name = JUDGED_AS.get(actual.dtype.name, actual.dtype.name)
     name = name if name in TOLERANCES else "float64"
     rtol, atol = TOLERANCES[name]
-    eps = float(np.finfo(name).eps)
     logits = LARGE_LOGITS if large_logits else ORDINARY_LOGITS
     # Rounding a logit of size L costs eps * L in every weight; that error reaches each output
     # as a fraction of the values' size, not of the output element itself (which may be a small
     # difference of large terms, as after W_o), so it widens atol as well as rtol.
-    widening = 8 * eps * logits
-    finite = expected[np.isfinite(expected)]
-    magnitude = max(1.0, float(np.max(np.abs(finite)))) if finite.size else 1.0
-    return Tolerance(rtol + widening, (atol + widening) * magnitude)
+    widening = 8 * _EPS[name] * logits
+    return Tolerance(rtol + widening, (atol + widening) * _magnitude(expected))
+
+
+_EPS = {name: float(np.finfo(name).eps) for name in TOLERANCES}
+
+
+def _magnitude(expected: Array) -> float:
+    """The size of the expected values: their largest finite |value|, at least 1."""
+    if not expected.size:
+        return 1.0
+    peak = float(np.max(np.abs(expected)))
+    if not np.isfinite(peak):  # (rare: only then are the finite values picked out)
+        finite = expected[np.isfinite(expected)]
+        peak = float(np.max(np.abs(finite))) if finite.size else 1.0
+    return max(1.0, peak)
 
 
 def error_ratio(actual: Array, expected: Array, tol: Tolerance) -> float:
@@ -66,6 +77,12 @@ def error_ratio(actual: Array, expected: Array, tol: Tolerance) -> float:
     if actual.shape != expected.shape:
         return float("inf")
     actual = actual.astype(np.float64, copy=False)
+    if actual.size:
+        with np.errstate(all="ignore"):
+            ratio = float(np.max(np.abs(actual - expected)
+                                 / (tol.atol + tol.rtol * np.abs(expected))))
+        if np.isfinite(ratio):  # both wholly finite (the usual case): that is the answer
+            return ratio
     finite_a, finite_e = np.isfinite(actual), np.isfinite(expected)
     if not np.array_equal(finite_a, finite_e):
         return float("inf")

@@ -32,25 +32,44 @@ NOT_COMPARABLE = frozenset({"wrong-signature", "timeout"})
 CRASHES = frozenset({"runtime-error", "crashed", "memory-limit"})
 
 
+#: every recipe's output on every probe's inputs, kept across submissions: a batch grades
+#: hundreds of them on the same probes (``build_probes`` hands out the same input objects), and
+#: the recipes' outputs do not depend on the submission. Keyed by the identity of the inputs,
+#: which each entry keeps alive, so an identity is never reused while its entry lives.
+_VARIANT_OUTPUTS: dict[tuple[str, int, tuple[tuple[str, str], ...]],
+                       tuple[tuple[object, ...], Array | None]] = {}
+_VARIANT_OUTPUTS_KEPT = 20_000
+
+
+def _variant_output(assignment: Assignment, recipe: Recipe, args: tuple[object, ...]) -> Array | None:
+    key = (assignment.task.name, id(args), tuple(sorted(recipe.items())))
+    kept = _VARIANT_OUTPUTS.get(key)
+    if kept is not None and kept[0] is args:
+        return kept[1]
+    try:
+        out, _ = assignment.variant(recipe, *args)
+        computed = np.array(out, dtype=np.float64)
+        computed.setflags(write=False)
+        output: Array | None = computed
+    except (ValueError, IndexError, TypeError, ZeroDivisionError):
+        output = None
+    if len(_VARIANT_OUTPUTS) >= _VARIANT_OUTPUTS_KEPT:
+        _VARIANT_OUTPUTS.clear()
+    _VARIANT_OUTPUTS[key] = (args, output)
+    return output
+
+
 class _Matcher:
-    """Caches every recipe's outputs on every probe, and compares them with the student's."""
+    """Compares the student's outputs with every recipe's on every probe."""
 
     def __init__(self, assignment: Assignment, probes: Sequence[Probe],
                  outcomes: Sequence[CallOutcome]) -> None:
         self.assignment = assignment
         self.probes = probes
         self.outcomes = outcomes
-        self.cache: dict[tuple[tuple[tuple[str, str], ...], int], Array | None] = {}
 
     def variant_output(self, recipe: Recipe, index: int) -> Array | None:
-        key = (tuple(sorted(recipe.items())), index)
-        if key not in self.cache:
-            try:
-                out, _ = self.assignment.variant(recipe, *self.probes[index].args)
-                self.cache[key] = np.asarray(out, dtype=np.float64)
-            except (ValueError, IndexError, TypeError, ZeroDivisionError):
-                self.cache[key] = None
-        return self.cache[key]
+        return _variant_output(self.assignment, recipe, self.probes[index].args)
 
     def ratio(self, recipe: Recipe, index: int) -> float | None:
         """Student's error against ``recipe`` in tolerances; None if the recipe cannot run."""

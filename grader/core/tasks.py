@@ -9,8 +9,10 @@ is. A new task is a new record here, plus the catalogue rows that apply to it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -188,9 +190,23 @@ TASKS: Mapping[str, Task] = {
 
 
 def build_probes(task: str, seed: int) -> list[Probe]:
-    """The probes of ``task``; the same seed always gives the same probes (each knows it)."""
+    """The probes of ``task``; the same seed always gives the same probes (each knows it).
+
+    Made once per task and seed in a process (a batch grades hundreds of submissions on the
+    same probes); their arrays are read-only, so that nothing can change them between uses.
+    """
+    return list(_made_probes(task, seed))
+
+
+@functools.lru_cache(maxsize=64)
+def _made_probes(task: str, seed: int) -> tuple[Probe, ...]:
     made = TASKS[task].make_probes(probes.Maker(seed, task))
-    return [dataclasses.replace(p, meta={**p.meta, "seed": seed}) for p in made]
+    for probe in made:
+        for value in probe.args:
+            if hasattr(value, "setflags"):
+                value.setflags(write=False)
+    return tuple(dataclasses.replace(p, meta=MappingProxyType({**p.meta, "seed": seed}))
+                 for p in made)
 
 
 def probe_inputs(task: str, probe_id: str, seed: int = 0) -> tuple[Any, ...]:

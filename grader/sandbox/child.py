@@ -18,6 +18,7 @@ from grader.model import Submission, printable_name
 from grader.sandbox import forkserver, wire
 from grader.sandbox.processes import (
     child_environment,
+    end_contained_run,
     kill_run,
     own_children,
     settle_and_reap,
@@ -60,14 +61,20 @@ class Child:
         self.stdout_path = logdir / f"stdout-{attempt}.txt"
         self.server = forkserver.current()  # before listing what to spare: the server is one of them
         self.process: subprocess.Popen[bytes] | forkserver.Forked
+        #: the run's processes are all inside a pid namespace of its own (its child said so
+        #: before any student code ran): killing its first process ends every one of them
+        self.contained = False
+        self.spared: set[int] | None = None
         if self.server is not None:
             self.marker = secrets.token_hex(8)
-            self.spared = own_children()
+            # the processes to spare are read only where a clean-up may have to look for strays
+            self.spared = None if self.server.contains_runs else own_children()
             request_read, self.request_write = os.pipe()
             self.result_read, result_write = os.pipe()
             with open(self.stdout_path, "wb") as out:
                 pid = self.server.spawn(workdir, child_environment(str(workdir), self.marker),
-                                        (request_read, result_write, out.fileno()))
+                                        (request_read, result_write, out.fileno()),
+                                        forbidden_roots())
             self.process = forkserver.Forked(self.server, pid)
             os.close(request_read)
             os.close(result_write)
@@ -143,15 +150,26 @@ class Child:
             return "crashed", f"the submission's process was killed by {signal.Signals(-code).name}"
         return "crashed", f"the submission's process exited with status {code} during the call"
 
+    def confined_as(self, layers: list[str]) -> None:
+        """What the child said of its layers, before any student code ran."""
+        self.contained = "pid-namespace" in layers
+        if self.server is not None:
+            self.server.contains_runs = self.contained
+
     def stop(self) -> None:
         # everything is killed before this returns; the dying are reaped in the background:
         # the kernel takes a moment (a fifth of a second here) to take down the namespaces
         # they leave, and no grading need wait for it
-        adopters = frozenset({self.server.process.pid}) if self.server is not None else frozenset()
-        kill_run(self.process.pid, self.marker, self.spared, settle=False, uid=self.uid,
-                 adopters=adopters)
+        if self.contained:  # its first process's death takes down its namespace, and all in it
+            end_contained_run(self.process.pid)
+        else:
+            adopters = (frozenset({self.server.process.pid}) if self.server is not None
+                        else frozenset())
+            spared = own_children() if self.spared is None else self.spared
+            kill_run(self.process.pid, self.marker, spared, settle=False, uid=self.uid,
+                     adopters=adopters)
         if self.server is not None:  # the server reaps its forks; it is told to sweep up
-            self.server.sweep()
+            self.server.sweep(self.contained)
         else:
             threading.Thread(target=settle_and_reap, args=(self.process, self.process.pid),
                              name=REAPER_THREAD, daemon=True).start()

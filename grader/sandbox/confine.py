@@ -120,6 +120,19 @@ def readable_paths(forbidden_roots):
     return chosen
 
 
+_shared_paths: dict = {}
+
+
+def shared_paths(forbidden_roots):
+    """``readable_paths`` and those of them to mount (none inside another): the same for every
+    run of one grader, so the fork server works them out once and its forks inherit them."""
+    key = tuple(os.path.realpath(p) for p in forbidden_roots)
+    if key not in _shared_paths:
+        readable = readable_paths(key)
+        _shared_paths[key] = (readable, _without_nested(readable))
+    return _shared_paths[key]
+
+
 def _without_nested(paths):
     """Drop paths already inside another (symlinked system paths are kept: they are links)."""
     kept = []
@@ -263,7 +276,7 @@ def _bind(libc, newroot, path, *, readonly, source=None):
         _make_readonly(libc, target)
 
 
-def _build_root(libc, newroot, workdir, readable, hidden, disk_bytes):
+def _build_root(libc, newroot, workdir, mounted, hidden, disk_bytes):
     """Mount the child's whole view of the file system under ``newroot`` and switch to it. Its
     one writable place, the working directory with its private ``/tmp``, is a file system of
     ``disk_bytes`` of its own (in this namespace only): what a run writes, in all, is bounded,
@@ -277,7 +290,7 @@ def _build_root(libc, newroot, workdir, readable, hidden, disk_bytes):
     os.makedirs(private_tmp, exist_ok=True)
     for path in PRIVATE_TMP:  # first: the workdir, a venv may lie under /tmp
         _bind(libc, newroot, path, readonly=False, source=private_tmp)
-    for path in _without_nested(readable):
+    for path in mounted:
         if os.path.islink(path):
             os.makedirs(os.path.dirname(newroot + path), exist_ok=True)
             os.symlink(os.readlink(path), newroot + path)
@@ -627,21 +640,21 @@ def confine(options, needed):
     workdir = os.path.realpath(options["workdir"])
     forbidden = [os.path.realpath(p) for p in options.get("forbidden_roots") or ()]
     active = []
-    protected = ancestors()  # read before /proc is replaced
-    readable = readable_paths(forbidden)
-    if "namespaces" not in skip:
-        entered = _unshare(libc)
-        active += entered
-        if "pid-namespace" in entered:
-            _split_into_namespace(libc)
-            protected = ([], [])  # no process outside the namespace can even be named
-        if "mount-namespace" in entered and "read-only-root" not in skip:
-            try:
-                _build_root(libc, os.path.realpath(options["newroot"]), workdir, readable,
-                            forbidden, options.get("disk_bytes"))
-                active.append("read-only-root")
-            except OSError:
-                pass
+    readable, mounted = shared_paths(forbidden)
+    entered = _unshare(libc) if "namespaces" not in skip else []
+    active += entered
+    if "pid-namespace" in entered:
+        _split_into_namespace(libc)
+        protected = ([], [])  # no process outside the namespace can even be named
+    else:
+        protected = ancestors()  # (before /proc could be replaced)
+    if "mount-namespace" in entered and "read-only-root" not in skip:
+        try:
+            _build_root(libc, os.path.realpath(options["newroot"]), workdir, mounted,
+                        forbidden, options.get("disk_bytes"))
+            active.append("read-only-root")
+        except OSError:
+            pass
     own_root = "read-only-root" in active
     writable = [workdir, *(PRIVATE_TMP if own_root else ()), *DEVICES]
     # in its own root, everything it sees may be read; elsewhere only the allow-list and its

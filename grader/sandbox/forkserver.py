@@ -46,6 +46,9 @@ class ForkServer:
         self.frameworks = frameworks
         self.socket = ours
         self.exits: dict[int, int] = {}
+        #: did its last run enter a pid namespace of its own? (then the next run's clean-up
+        #: need not know which processes were here before it)
+        self.contains_runs = False
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -70,10 +73,11 @@ class ForkServer:
                 return message
         raise EOFError(f"the fork server did not answer {op!r}")
 
-    def spawn(self, cwd: Path, env: dict[str, str], fds: tuple[int, int, int]) -> int:
+    def spawn(self, cwd: Path, env: dict[str, str], fds: tuple[int, int, int],
+              forbidden_roots: list[str]) -> int:
         import socket
 
-        request = {"op": "spawn", "cwd": str(cwd), "env": env}
+        request = {"op": "spawn", "cwd": str(cwd), "env": env, "forbidden_roots": forbidden_roots}
         socket.send_fds(self.socket, [json.dumps(request).encode()], list(fds))
         return int(self._until("spawned", 10.0)["pid"])
 
@@ -89,12 +93,21 @@ class ForkServer:
                 return None
         return self.exits.pop(pid)
 
-    def sweep(self) -> None:
-        """Have the server kill and reap what a finished run left adopted by it. Not awaited: the
-        server handles requests in order, so the sweep is done before the next run starts."""
+    def warm(self, names: tuple[str, ...]) -> None:
+        """Have the server import ``names`` before it forks again (not awaited: requests are
+        handled in order)."""
+        self.frameworks = names
+        with contextlib.suppress(OSError):
+            self.socket.send(json.dumps({"op": "warm", "names": list(names)}).encode())
+
+    def sweep(self, contained: bool = False) -> None:
+        """Have the server kill and reap what a finished run left adopted by it (``contained``:
+        the run was in a pid namespace of its own, so only its own processes come back). Not
+        awaited: the server handles requests in order, so the sweep is done before the next run
+        starts."""
         self.exits.clear()
         with contextlib.suppress(OSError):
-            self.socket.send(json.dumps({"op": "sweep"}).encode())
+            self.socket.send(json.dumps({"op": "sweep", "contained": contained}).encode())
 
     def close(self) -> None:
         self.socket.close()
@@ -140,14 +153,14 @@ def start() -> None:
 
 
 def warm_frameworks(names: tuple[str, ...]) -> None:
-    """Have the server import these frameworks once, before it forks (the next server started
-    does: a running one without them is replaced)."""
+    """Have the server import these frameworks once, before its next fork (and every server
+    started later, first thing)."""
     global _frameworks
     wanted = tuple(sorted(set(_frameworks) | set(names)))
     if wanted != _frameworks:
         _frameworks = wanted
-        if _fork_server is not None and _fork_server.frameworks != wanted:
-            _fork_server.close()
+        if _fork_server is not None and _fork_server.alive():
+            _fork_server.warm(wanted)
 
 
 def current() -> ForkServer | None:

@@ -268,6 +268,18 @@ def kill_run(pid: int, marker: str, spared: set[int], *, settle: bool = True,
         _killed.clear()
 
 
+def end_contained_run(pid: int) -> None:
+    """Kill a run whose processes are all in a pid namespace below its first process ``pid``
+    (the relay outside it): its group, and it. The namespace's init dies with it (it asked
+    for SIGKILL on its parent's death), and with the init every process in the namespace, however
+    it moved group or session; nothing else can be the run's."""
+    _ended_sessions.append(pid)
+    del _ended_sessions[:-64]
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(pid, signal.SIGKILL)
+
+
 def settle_and_reap(leader: Any, session: int) -> None:
     """After ``kill_run(..., settle=False)``: wait for the killed child (a ``Popen``), then reap
     what of its session came to us when it went. Meant for a background thread."""

@@ -70,7 +70,7 @@ def check_binding(function, args, keywords=None):
     """Why ``function`` cannot take ``args`` positionally (and ``keywords`` by name), or None
     when it can."""
     try:
-        signature = inspect.signature(function)
+        signature = _signature(function)
     except (TypeError, ValueError):
         return None
     try:
@@ -79,3 +79,17 @@ def check_binding(function, args, keywords=None):
         named = f" and {', '.join(keywords)} by name" if keywords else ""
         return f"cannot be called with {len(args)} positional arguments{named}: {exc}"
     return None
+
+
+_signatures: dict = {}
+
+
+def _signature(function):
+    """``inspect.signature``, read once per function (a run calls one function many times)."""
+    key = id(function)
+    known = _signatures.get(key)
+    if known is not None and known[0] is function:
+        return known[1]
+    signature = inspect.signature(function)
+    _signatures[key] = (function, signature)
+    return signature

@@ -256,8 +256,11 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
     try:
         planned: CallPlan | None = None
         attempt = 0
+        timed_out: list[int] = []  # calls that ran out of time, in order
+        idle_timeouts = 0  # attempts in a row that ended on a timeout with nothing returned
         while True:
-            remaining = [i for i in range(len(planned.probes)) if i not in outcomes] if planned else []
+            remaining = _next_calls(planned, outcomes, timed_out)
+            done_before = len(outcomes)
             child = Child(submission, workdir, logdir, newroot, limits, attempt,
                           spawned if attempt == 0 else None)
             uids.append(child.uid)
@@ -272,11 +275,19 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
             attempt += 1
             if planned is None or len(outcomes) == len(planned.probes):
                 break
+            made = remaining or list(range(len(planned.probes)))
+            ended_on_timeout = _ended_on_timeout(outcomes, made, done_before)
+            if ended_on_timeout is not None:
+                timed_out.append(ended_on_timeout)
+            idle_timeouts = (idle_timeouts + 1 if ended_on_timeout is not None
+                             and len(outcomes) - done_before == 1 else 0)
             out_of_time = budget.used_up()
-            if attempt > limits.max_restarts or out_of_time:
+            if attempt > limits.max_restarts or out_of_time or idle_timeouts >= 2:
                 last = outcomes[max(outcomes)] if outcomes else None
                 kind = "timeout" if out_of_time or last is None else str(last.error_kind)
                 reason = ("the time budget was used up" if out_of_time else
+                          "two calls in a row ran out of time, with nothing returned between "
+                          "them, so the remaining probes were skipped" if idle_timeouts >= 2 else
                           f"the submission's process was lost {attempt} times "
                           f"(last: {kind}), so the remaining probes were skipped")
                 for i, probe in enumerate(planned.probes):
@@ -299,6 +310,34 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
         shutil.rmtree(base, ignore_errors=True)
 
 
+def _next_calls(planned: CallPlan | None, outcomes: dict[int, CallOutcome],
+                timed_out: list[int]) -> list[int]:
+    """The calls a new child makes: those without an outcome, the ones of a suspect kind last
+    (a kind, such as masked or batched, that every call that ran out of time has and no call
+    that returned has), so that a submission that hangs on masked inputs, say, still answers all
+    the others."""
+    if planned is None:
+        return []
+    probes = planned.probes
+    suspect: frozenset[str] = frozenset()
+    if timed_out:
+        returned = [probes[i].tags for i, o in outcomes.items() if o.error_kind != "timeout"]
+        suspect = (frozenset.intersection(*(probes[i].tags for i in timed_out))
+                   - frozenset().union(*returned))
+    left = [i for i in range(len(probes)) if i not in outcomes]
+    return sorted(left, key=lambda i: bool(probes[i].tags & suspect))
+
+
+def _ended_on_timeout(outcomes: dict[int, CallOutcome], made: list[int],
+                      done_before: int) -> int | None:
+    """The call an attempt ended on, if it ran out of time (of the calls ``made``, in order, the
+    last to have an outcome: none had one before the attempt)."""
+    last = next((i for i in reversed(made) if i in outcomes), None)
+    if last is None or len(outcomes) == done_before:
+        return None
+    return last if outcomes[last].error_kind == "timeout" else None
+
+
 def _drive(child: Child, info: RunInfo, plan: Planner,
            planned: CallPlan | None, remaining: list[int],
            outcomes: dict[int, CallOutcome], tripped: list[str], limits: Limits,
@@ -308,9 +347,11 @@ def _drive(child: Child, info: RunInfo, plan: Planner,
         frame = budget.wait(child, limits.import_seconds)
         if not isinstance(frame, str) and frame[0].get("type") == "hardened":
             hardened = frame[0]
-            if first:  # sent before the submission runs, so the submission cannot forge it
-                layers = hardened.get("layers")
-                layers = [x for x in layers if x in KNOWN_LAYERS] if isinstance(layers, list) else []
+            # sent before the submission runs, so the submission cannot forge it
+            layers = hardened.get("layers")
+            layers = [x for x in layers if x in KNOWN_LAYERS] if isinstance(layers, list) else []
+            child.confined_as(layers)
+            if first:
                 info.isolation = tuple(dict.fromkeys([*info.isolation, *layers]))
             if hardened.get("refused"):
                 info.fatal = GraderError("isolation-unavailable", REFUSALS.get(

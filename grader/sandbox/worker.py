@@ -419,7 +419,9 @@ def main():
                 importlib.import_module(framework)
             except Exception:  # noqa: BLE001 - a fork imports it itself, and says what failed
                 pass
-        _load("_ag_zygote", "zygote.py").serve_forks(int(sys.argv[2]), serve, apply_limits)
+        _load("_ag_zygote", "zygote.py").serve_forks(
+            int(sys.argv[2]), serve, apply_limits,
+            prepare=lambda request: confinement.shared_paths(request.get("forbidden_roots", ())))
         return
     serve(int(sys.argv[1]), int(sys.argv[2]))
 

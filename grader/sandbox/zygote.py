@@ -21,8 +21,9 @@ def _load(name, filename):
     return module
 
 
-def serve_forks(control_fd, serve, apply_limits):
-    """Fork one fresh child per request and have it ``serve`` the run.
+def serve_forks(control_fd, serve, apply_limits, prepare=None):
+    """Fork one fresh child per request and have it ``serve`` the run (``prepare``, given the
+    request, works out here once what every fork would otherwise work out for itself).
 
     Requests arrive on a SOCK_SEQPACKET socket with the run's three fds (request, result, stdout)
     attached; answers are ``spawned`` (with the pid) and ``exited`` (with the return code).
@@ -61,6 +62,8 @@ def serve_forks(control_fd, serve, apply_limits):
             return
         request = json.loads(message)
         if request["op"] == "spawn":
+            if prepare is not None:
+                prepare(request)
             pid = os.fork()
             if pid == 0:
                 _forked_run(control, request, fds, serve)
@@ -68,8 +71,16 @@ def serve_forks(control_fd, serve, apply_limits):
                 os.close(fd)
             running.add(pid)
             control.send(json.dumps({"op": "spawned", "pid": pid}).encode())
+        elif request["op"] == "warm":  # import these once for every later fork
+            for name in request.get("names", ()):
+                try:
+                    importlib.import_module(name)
+                except Exception:  # noqa: BLE001 - a fork imports it itself, and says what failed
+                    pass
         elif request["op"] == "sweep":  # kill what a finished run left adopted by us
-            for child in process_hygiene.own_children():
+            # (a run in a pid namespace of its own leaves nothing outside it to adopt)
+            adopted = [] if request.get("contained") else process_hygiene.own_children()
+            for child in adopted:
                 if child not in running:
                     try:
                         os.kill(child, signal.SIGKILL)
