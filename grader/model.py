@@ -140,6 +140,15 @@ class Finding:
     id: str
     evidence: str
     place: SourcePlace | None = None
+    #: the fix in a sentence about the quoted line itself, where the row's general sentence
+    #: would name code the submission does not have (see ``diagnose``)
+    fix: str | None = None
+    #: the framework the submission computes with ("numpy", "torch", "tf", "jax"): the fix and
+    #: the explanation show their code in its words
+    dialect: str = "numpy"
+    #: the submission's own names of the arguments, (canonical, its name) pairs: the code of
+    #: the fix and the explanation uses them
+    names: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -179,7 +179,7 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
     with np.errstate(all="ignore"):  # student outputs may hold inf/NaN: judged, not warned about
         findings = diagnose(spec, probes, outcomes, sources)
         divergence = None if findings else first_divergence(spec, probes, outcomes, sources)
-        references = [spec.reference(*p.args) for p in probes]
+        references = [spec.reference_on(p) for p in probes]
         checks = score_checks(spec, probes, outcomes, references)
         reference_outputs = [out for out, _ in references]
         if outcomes and all(o.ok for o in outcomes):

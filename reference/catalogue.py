@@ -318,7 +318,7 @@ CATALOGUE: tuple[Misconception, ...] = (
                 'Add the mask to the scores as it is, `scores + mask`, without inverting it.',
                 "the keys your mask blocks are exactly the ones it adds 0 to (allowed)"),
         }),
-        fix=('Swap the two branches: `np.where(mask, scores, -np.inf)` keeps the scores '
+        fix=('Block where the mask is False, not where it is True: `np.where(mask, scores, -np.inf)` keeps the scores '
              'where the mask is True and blocks the rest.'),
         stages=('masked',),
         rewrites=(edits.swap_branches,),
@@ -594,6 +594,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         detector="batch",
         fix=('Use `np.swapaxes(K, -1, -2)` instead of `K.T`, `axis=-1` instead of a fixed '
              'axis number, and `shape[-1]` instead of `shape[1]`.'),
+        rewrites=(edits.last_two_axes,),
     ),
 )
 

@@ -19,6 +19,7 @@ import re
 import tokenize
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 #: one operand of ``/`` or ``*``: a dotted name with calls and subscripts, a parenthesised
 #: expression (two levels), or a number; with an optional power
@@ -733,6 +734,119 @@ def _values_unrotated(code: str, context: Context) -> str | None:
     return f"{match['targets']} = {parts[0]}, {parts[1]}"
 
 
+# --- batch axes --------------------------------------------------------------------------------
+
+#: what in a line works on 2-D arrays only: (pattern, what to write instead given the match and
+#: the context, why: a sentence on the student's piece {0} and its replacement {1})
+_TWO_D_ONLY: tuple[tuple[re.Pattern[str], Callable[[re.Match[str], Context], str], str], ...] = (
+    (re.compile(r"(?P<x>\b[A-Za-z_][\w.]*(?:\[[^\]]*\])?)\.T\b"),
+     lambda m, c: c.swap_last(m["x"]),
+     "`{0}` reverses every axis of a batched array, where `{1}` swaps only the last two"),
+    (re.compile(r"(?P<x>\b[A-Za-z_][\w.]*)\.transpose\(\s*\)"),
+     lambda m, c: c.swap_last(m["x"]),
+     "`{0}` reverses every axis of a batched array, where `{1}` swaps only the last two"),
+    (re.compile(r"\bnp\.dot\("),
+     lambda m, c: "np.matmul(",
+     "`np.dot` does not multiply batched arrays matrix by matrix; `np.matmul` does"),
+    (re.compile(r"\b(?P<kw>axis|dim)\s*=\s*(?P<n>[01])\b"),
+     lambda m, c: f"{m['kw']}={int(m['n']) - 2}",
+     "`{0}` is another axis once batch axes come first, where `{1}` counts from the end"),
+    (re.compile(r"(?P<x>\b[A-Za-z_][\w.]*)\.shape\[\s*(?P<n>[01])\s*\]"),
+     lambda m, c: f"{m['x']}.shape[{int(m['n']) - 2}]",
+     "`{0}` is another axis once batch axes come first, where `{1}` counts from the end"),
+)
+
+
+def _last_two_axes(code: str, context: Context) -> str | None:
+    """What works on 2-D arrays only, written to act on the last two axes (``K.T`` ->
+    ``K.swapaxes(-1, -2)``, ``axis=1`` -> ``axis=-1``, ``shape[1]`` -> ``shape[-1]``, ...)."""
+    new = code
+    for pattern, replacement, _ in _TWO_D_ONLY:
+        new = pattern.sub(lambda m, r=replacement: r(m, context), new)  # type: ignore[misc]
+    return new if new != code else None
+
+
+def two_d_only(line: str, context: Context) -> list[str]:
+    """Why each 2-D-only piece of ``line`` fails on batched inputs, naming the piece and what
+    to write instead."""
+    code, _ = _split_comment(line)
+    return [why.format(match.group(0), replacement(match, context))
+            for pattern, replacement, why in _TWO_D_ONLY
+            for match in [pattern.search(code)] if match]
+
+
+# --- a fix sentence in the submission's framework -----------------------------------------------
+
+_NP_ARG = r"(?P<{0}>(?:[^,()]|" + _PAREN + r")+?)"
+
+
+def _masked_fill(match: re.Match[str]) -> str:
+    keep = match["c"].strip()
+    keep = keep if re.fullmatch(r"[\w.]+", keep) else f"({keep})"
+    return f"{match['a'].strip()}.masked_fill(~{keep}, float('-inf'))"
+
+
+#: NumPy code in a catalogue sentence, as torch says it (applied in order, to code spans only)
+_TORCH: tuple[tuple[re.Pattern[str], Any], ...] = (
+    (re.compile(r"np\.where\(" + _NP_ARG.format("c") + r",\s*" + _NP_ARG.format("a")
+                + r",\s*-np\.inf\)"), _masked_fill),
+    (re.compile(r"np\.swapaxes\(" + _NP_ARG.format("x") + r",\s*(?P<i>-?\d),\s*(?P<j>-?\d)\)"),
+     r"\g<x>.transpose(\g<i>, \g<j>)"),
+    (re.compile(r"np\.expand_dims\(" + _NP_ARG.format("x") + r",\s*(?P<i>-?\d)\)"),
+     r"\g<x>.unsqueeze(\g<i>)"),
+    (re.compile(r"np\.repeat\(" + _NP_ARG.format("x") + r",\s*(?P<h>\w+),\s*axis="),
+     r"\g<x>.repeat_interleave(\g<h>, dim="),
+    (re.compile(r"np\.(?P<f>triu|tril)\(" + _NP_ARG.format("a") + r",\s*k="),
+     r"torch.\g<f>(\g<a>, diagonal="),
+    (re.compile(r"\b(?P<f>triu|tril)\((?P<a>[^()]*),\s*k="), r"\g<f>(\g<a>, diagonal="),
+    (re.compile(r"^k="), "diagonal="),
+    (re.compile(r"\.max\(axis="), ".amax(axis="),
+    (re.compile(r"np\.sqrt\("), "math.sqrt("),
+    (re.compile(r"-np\.inf"), "float('-inf')"),
+    (re.compile(r"\.copy\(\)"), ".clone()"),
+    (re.compile(r"dtype=bool"), "dtype=torch.bool"),
+    (re.compile(r"\baxis="), "dim="),
+    (re.compile(r"\bkeepdims="), "keepdim="),
+    (re.compile(r"\bnp\."), "torch."),
+)
+#: ... as TensorFlow says it (what tf lacks, from its NumPy API)
+_TF: tuple[tuple[re.Pattern[str], Any], ...] = (
+    (re.compile(r"np\.swapaxes\(" + _NP_ARG.format("x") + r",\s*-1,\s*-2\)"),
+     r"tf.linalg.matrix_transpose(\g<x>)"),
+    (re.compile(r"(?P<x>\b\w+)\.(?P<f>max|sum)\(axis="), r"tf.reduce_\g<f>(\g<x>, axis="),
+    (re.compile(r"(?P<x>\b\w+)\.reshape\((?P<a>[^()]*)\)"), r"tf.reshape(\g<x>, (\g<a>))"),
+    (re.compile(r"np\.sqrt\((?P<x>[^()]*)\)"), r"tf.math.sqrt(tf.cast(\g<x>, tf.float32))"),
+    (re.compile(r"-np\.inf"), "-1e9"),
+    (re.compile(r"np\.arange\("), "tf.range("),
+    (re.compile(r"\bnp\.(?=(?:tril|triu|swapaxes|repeat)\()"), "tf.experimental.numpy."),
+    (re.compile(r"\bnp\."), "tf."),
+)
+_JAX: tuple[tuple[re.Pattern[str], Any], ...] = ((re.compile(r"\bnp\."), "jnp."),)
+_IN_DIALECT = {"torch": _TORCH, "tf": _TF, "jax": _JAX}
+
+
+def in_dialect(sentence: str, dialect: str, names: Mapping[str, str] | None = None) -> str:
+    """A catalogue sentence whose code (between backticks) is NumPy in SPEC's names, with that
+    code in the student's ``names`` of the arguments ({"mask": "attn_mask"}) and written in
+    ``dialect``'s words ("numpy": as it is)."""
+    renamed = {old: new for old, new in (names or {}).items() if old != new and new}
+    rules: list[tuple[re.Pattern[str], Any]] = list(_IN_DIALECT.get(dialect, ()))
+    if renamed:  # all at once: a student's Q may be SPEC's K
+        alternatives = "|".join(re.escape(old) for old in sorted(renamed, key=len, reverse=True))
+        rules.insert(0, (re.compile(rf"(?<![\w.])(?:{alternatives})\b(?!\s*=[^=])"),
+                         lambda match: renamed[match.group(0)]))
+    if not rules:
+        return sentence
+
+    def translate(span: re.Match[str]) -> str:
+        code = span.group(1)
+        for pattern, replacement in rules:
+            code = pattern.sub(replacement, code)
+        return f"`{code}`"
+
+    return re.sub(r"`([^`]+)`", translate, sentence)
+
+
 # the rewrites a catalogue row may name, each kept as the line's comment-preserving form
 divide_by_sqrt = _code_only(_divide_by_sqrt)
 flip_scale = _code_only(_flip_scale)
@@ -776,6 +890,7 @@ divide_by_power = _code_only(_divide_by_power)
 positions_from_zero = _code_only(_positions_from_zero)
 given_positions = _code_only(_given_positions)
 values_unrotated = _code_only(_values_unrotated)
+last_two_axes = _code_only(_last_two_axes)
 
 
 def rewrite(rewrites: tuple[Rewrite, ...], line: str, context: Context,

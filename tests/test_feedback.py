@@ -174,6 +174,45 @@ def test_each_findings_evidence_shows_that_finding(path: Path) -> None:
         assert got == pytest.approx(float(yours), rel=1e-5, abs=1e-6, nan_ok=True), item["id"]
 
 
+@pytest.mark.parametrize("fixture,named,not_named", [
+    ("no_batch_support.py", ["`K.T`"], ["np.dot", "shape[1]", "axis=1"]),
+    ("no_batch_support_helper_axis1.py", ["`K.T`", "`np.dot`"], ["axis=1` instead"]),
+    ("no_batch_support_einsum.py", ["ValueError"], ["K.T", "shape[1]", "axis="]),
+])
+def test_code_that_works_on_2d_inputs_only_is_told_about_its_own_failing_line(
+        fixture: str, named: list[str], not_named: list[str]) -> None:
+    """The line quoted is the one the first batched call failed on, and its fix names what that
+    line does (never a pattern the code does not use); every other line of the functions that
+    works on 2-D inputs only comes with its own fix."""
+    path = SUBMISSIONS / "attention" / fixture
+    [finding] = _graded(path)["misconceptions"]
+    for words in named:
+        assert words in finding["fix"], finding["fix"]
+    for words in not_named:
+        assert words not in finding["fix"], finding["fix"]
+    lines = path.read_text().splitlines()
+    for other in finding["location"].get("also", []):
+        assert other["code"] == lines[other["line"] - 1].strip()
+        assert re.search(r"\.T\b|axis=1|shape\[1\]|np\.dot", other["code"])
+
+
+@pytest.mark.parametrize("fixture", ["attention/no_batch_support.py",
+                                     "attention/combo_2d_only_dk.py"])
+def test_the_counts_agree_and_the_checks_say_an_error_once(fixture: str) -> None:
+    """The errors count the same calls as the checks (23 of 27 beside 4 / 25 was two counts of
+    one thing), and a check refers to the error instead of printing it again."""
+    report = _graded(SUBMISSIONS / fixture)
+    [error] = [e for e in report["errors"] if e["kind"] == "runtime-error"]
+    counted = re.match(r"(\d+) of (\d+) calls failed", error["message"])
+    returns = next(c for c in report["checks"] if c["id"] == "returns-arrays")
+    returned = re.match(r"(\d+) / (\d+) calls returned", returns["message"])
+    assert counted and returned
+    failed, made = int(counted[1]), int(counted[2])
+    assert int(returned[2]) == made and int(returned[1]) == made - failed
+    exception = error["message"].strip().splitlines()[-1]
+    assert not [c["id"] for c in report["checks"] if exception in c["message"]]
+
+
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 SNAPSHOTTED = ["attention/combo_dk_inverted.py", "attention/mask_ignored.py",
                "multi_head_attention/combo_dmodel_no_wo.py", "softmax/unstable.py",

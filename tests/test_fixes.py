@@ -28,7 +28,6 @@ SENTENCE_ONLY = {
     "heads-not-split": "splitting heads adds a reshape, a transpose and a merge",
     "mask-misbroadcast": "no line computes a value of its own: the broadcast happens inside "
                          "the masking call",
-    "no-batch-support": "found from which calls fail, not from a value a line computes",
     "rope-halves-not-interleaved": "the pairing is spread over the slicing and the writing back",
     "rope-rotation-reversed": "both rotated features of a pair change sign, often on two lines",
     "rope-no-rotation-partner": "the partner must be brought in, a new term on each line",

@@ -148,6 +148,32 @@ def test_mismatch_messages_say_what_came_what_was_expected_and_where(
         assert message.endswith("got 0.75, expected 0.5.")
 
 
+def test_all_your_mistakes_counts_the_mistakes_the_report_names() -> None:
+    """One mistake may take two of the recipe's choices (heads never split, scaled by d_model):
+    "with all 3 of your mistakes" beside two named ones was a count of choices."""
+    assignment = get("multi_head_attention")
+    report = grade_function(_student(assignment, {"scale": "sqrt_dmodel", "split": "none",
+                                                  "values": "k"}), "multi_head_attention")
+    named = len(report["misconceptions"])
+    counts = {m["id"]: re.findall(r"with (both|all \d+) of your mistakes", m["evidence"])
+              for m in report["misconceptions"]}
+    said = {"both" if named == 2 else f"all {named}"}
+    assert named >= 2 and all(found and set(found) == said for found in counts.values()), counts
+
+
+def test_the_rounding_margin_is_told_only_for_a_near_miss() -> None:
+    """Far off, the margin allowed says nothing the student can use; on a near miss (float32,
+    rounding) it says why a small difference still fails."""
+    import numpy as np
+
+    from grader.core.compare import mismatch_message, tolerance_for
+
+    want = np.array([[0.5, 0.5]])
+    far, near = np.array([[0.5, 0.75]]), np.array([[0.5, 0.5 + 1e-4]])
+    assert "rounding margin" not in mismatch_message(far, want, tolerance_for(far, want))
+    assert "rounding margin" in mismatch_message(near, want, tolerance_for(near, want))
+
+
 def test_a_large_public_test_input_is_fetched_by_name_and_reproduces_the_numbers() -> None:
     """The reproducing call of a multi-head finding pastes no 12 x 12 matrix: it fetches the
     test input by name, and running it gives the number the evidence quotes."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from grader import registry
 from grader.core.probes import DIAGNOSIS_ONLY
-from grader.core.tasks import TASKS, Outputs, Task, build_probes
+from grader.core.tasks import TASKS, Outputs, Task, build_probes, kept
 from grader.model import DEFAULT_SEED, Probe
 
 __all__ = ["Assignment", "Outputs", "get"]
@@ -59,6 +59,11 @@ class Assignment:
 
     def reference(self, *args: Any) -> Outputs:
         return self.task.reference(*args)
+
+    def reference_on(self, probe: Probe) -> Outputs:
+        """The reference's outputs on a probe's inputs (computed once per probe; read-only)."""
+        return kept(("reference", self.task.name), probe.args,
+                    lambda: self.task.reference(*probe.args))
 
     def variant(self, recipe: Any, *args: Any) -> Outputs:
         return self.task.pipeline(recipe, *args)

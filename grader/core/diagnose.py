@@ -12,8 +12,10 @@ a recipe that explains the 2-D probes but not the batched ones gives ``no-batch-
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import itertools
+import re
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -21,9 +23,17 @@ import numpy as np
 from grader.core.assignments import Assignment
 from grader.core.compare import FAR, error_ratio, tolerance_for
 from grader.core.evidence import REFERENCE, Recipe, explain, mutation_evidence
-from grader.core.locate import STAGE_WORDS, also_places, locate, quote, with_literal_fix
+from grader.core.locate import (
+    STAGE_WORDS,
+    also_places,
+    locate,
+    quote,
+    student_names,
+    with_literal_fix,
+)
+from grader.core.tasks import kept
 from grader.model import Array, CallOutcome, Finding, Probe, SourcePlace
-from reference import catalogue
+from reference import catalogue, edits
 
 #: statuses that say nothing about the maths (the call could not be made or finish)
 NOT_COMPARABLE = frozenset({"wrong-signature", "timeout"})
@@ -32,31 +42,15 @@ NOT_COMPARABLE = frozenset({"wrong-signature", "timeout"})
 CRASHES = frozenset({"runtime-error", "crashed", "memory-limit"})
 
 
-#: every recipe's output on every probe's inputs, kept across submissions: a batch grades
-#: hundreds of them on the same probes (``build_probes`` hands out the same input objects), and
-#: the recipes' outputs do not depend on the submission. Keyed by the identity of the inputs,
-#: which each entry keeps alive, so an identity is never reused while its entry lives.
-_VARIANT_OUTPUTS: dict[tuple[str, int, tuple[tuple[str, str], ...]],
-                       tuple[tuple[object, ...], Array | None]] = {}
-_VARIANT_OUTPUTS_KEPT = 20_000
-
-
 def _variant_output(assignment: Assignment, recipe: Recipe, args: tuple[object, ...]) -> Array | None:
-    key = (assignment.task.name, id(args), tuple(sorted(recipe.items())))
-    kept = _VARIANT_OUTPUTS.get(key)
-    if kept is not None and kept[0] is args:
-        return kept[1]
-    try:
-        out, _ = assignment.variant(recipe, *args)
-        computed = np.array(out, dtype=np.float64)
-        computed.setflags(write=False)
-        output: Array | None = computed
-    except (ValueError, IndexError, TypeError, ZeroDivisionError):
-        output = None
-    if len(_VARIANT_OUTPUTS) >= _VARIANT_OUTPUTS_KEPT:
-        _VARIANT_OUTPUTS.clear()
-    _VARIANT_OUTPUTS[key] = (args, output)
-    return output
+    def compute() -> Array | None:
+        try:
+            out, _ = assignment.variant(recipe, *args)
+        except (ValueError, IndexError, TypeError, ZeroDivisionError):
+            return None
+        return np.array(out, dtype=np.float64)
+
+    return kept(("recipe", assignment.task.name, *sorted(recipe.items())), args, compute)
 
 
 class _Matcher:
@@ -164,15 +158,22 @@ def diagnose(assignment: Assignment, probes: Sequence[Probe],
         if recipe is not None:
             for misconception_id in dict.fromkeys((*catalogue.ids_for(assignment.task.name, recipe),
                                                    *extra)):
-                findings.append(Finding(
+                finding = Finding(
                     misconception_id, explain(matcher, misconception_id, recipe, indices),
-                    _place(assignment, probes, outcomes, misconception_id, recipe, sources)))
+                    _place(assignment, probes, outcomes, misconception_id, recipe, sources))
+                if finding.place is None and misconception_id in extra and sources:
+                    finding = _where_batches_fail(assignment, probes, outcomes, finding, sources)
+                findings.append(finding)
     mutation = mutation_evidence(assignment, probes, outcomes)
     if mutation:
         mutation_id = catalogue.detected_by("input-mutation")
         findings.append(Finding(mutation_id, mutation, _place(
             assignment, probes, outcomes, mutation_id, REFERENCE, sources)))
-    return findings
+    whole = "\n".join(sources)
+    names = tuple(student_names(assignment, sources).items())
+    return [dataclasses.replace(f, dialect=edits.dialect(f.place.code if f.place else "", whole),
+                                names=names)
+            for f in findings]
 
 
 def _place(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
@@ -201,6 +202,66 @@ def _place(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[C
     if not others:  # the first line's fix must then do the whole job by itself
         return with_literal_fix(quoted, assignment, misconception_id, place.stage, sources)
     return dataclasses.replace(first, also=tuple(others))
+
+
+#: a frame of a student traceback (``grader/sandbox/worker.py``): the file, or a notebook's
+#: "<submission cell N>", and the line
+_FRAME = re.compile(r'^  File "(?P<file>[^"\n]+)", line (?P<line>\d+), in ', re.MULTILINE)
+_CELL_FILE = re.compile(r"^<submission cell (?P<cell>\d+)>$")
+
+
+def _where_batches_fail(assignment: Assignment, probes: Sequence[Probe],
+                        outcomes: Sequence[CallOutcome], finding: Finding,
+                        sources: Sequence[str]) -> Finding:
+    """A finding of code that works on 2-D inputs only, placed where the first batched call
+    that raised stopped in the submission's own code, with a fix about that line: what on it
+    works on 2-D arrays only (``K.T``, ``axis=1``, ``shape[1]``, ...), or else the error."""
+    for probe, outcome in zip(probes, outcomes):
+        frames = _FRAME.findall(outcome.message) if probe.batched and \
+            outcome.error_kind == "runtime-error" else []
+        if not frames:
+            continue
+        filename, line = frames[-1]
+        cell = _CELL_FILE.match(filename)
+        quoted = quote(int(cell["cell"]) if cell else None, int(line),
+                       "the first line that fails on batched inputs", sources)
+        if quoted is None:
+            continue
+        quoted = with_literal_fix(quoted, assignment, finding.id, "batch", sources)
+        if quoted.fixed is not None:
+            also = [with_literal_fix(other, assignment, finding.id, "batch", sources)
+                    for other in _function_lines(quoted.cell, sources)
+                    if other.line != quoted.line]
+            quoted = dataclasses.replace(quoted, also=tuple(o for o in also if o.fixed))
+        context = edits.Context(assignment.task.name, "batch",
+                                edits.dialect(quoted.code, "\n".join(sources)))
+        reasons = edits.two_d_only(quoted.code, context)
+        where = f"code cell {quoted.cell}, line {quoted.line}" if quoted.cell else \
+            f"line {quoted.line}"
+        error = outcome.message.strip().splitlines()[-1].rstrip(".")
+        fix = (f"{where.capitalize()} works on 2-D inputs only: " + "; ".join(reasons) + "."
+               if reasons else
+               f"{where.capitalize()} fails on inputs with leading batch dimensions ({error}): "
+               "write it with operations that act on the last two axes, whatever comes "
+               "before them.")
+        return dataclasses.replace(finding, place=quoted, fix=fix)
+    return finding
+
+
+def _function_lines(cell: int | None, sources: Sequence[str]) -> list[SourcePlace]:
+    """Every line inside a function of the quoted file or cell (the code that runs when it is
+    called), quoted; a line outside functions runs only once, on loading."""
+    source = sources[(cell or 1) - 1] if sources else ""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    inside = sorted({line for node in ast.walk(tree)
+                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     for child in node.body
+                     for line in range(child.lineno, (child.end_lineno or child.lineno) + 1)})
+    quoted = (quote(cell, line, "code that works on 2-D inputs only", sources) for line in inside)
+    return [place for place in quoted if place is not None]
 
 
 def _every_batched_call_failed(matcher: _Matcher, probes: Sequence[Probe],

@@ -74,7 +74,7 @@ def explain(matcher: Matcher, misconception_id: str, recipe: Recipe,
             # several mistakes at once: what this one alone would give, then all of them
             lines.append(
                 f"At index {where}: yours {_num(got)}, correct {_num(correct[at])}, with this "
-                f"mistake alone {_num(alone[at])}, with {_all(recipe)} of your mistakes "
+                f"mistake alone {_num(alone[at])}, with {_all(assignment, recipe)} of your mistakes "
                 f"{_num(variant[at])}.")
         else:
             lines.append(
@@ -111,8 +111,10 @@ def _changes_answer(matcher: Matcher, recipe: Recipe, index: int) -> bool:
     return bool(gap(variant, correct).max(initial=0.0) > 1e-6 * scale)
 
 
-def _all(recipe: Recipe) -> str:
-    return "both" if len(recipe) == 2 else f"all {len(recipe)}"
+def _all(assignment: Assignment, recipe: Recipe) -> str:
+    """How many mistakes the report names for ``recipe`` (one may take several choices)."""
+    named = max(2, len(catalogue.ids_for(assignment.task.name, recipe)))
+    return "both" if named == 2 else f"all {named}"
 
 
 def _within(ratio: float | None) -> bool:

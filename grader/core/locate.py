@@ -197,14 +197,19 @@ def with_literal_fix(quoted: SourcePlace, assignment: Assignment, misconception_
     if not row.rewrites or own_terms or len(quoted.code) >= 200:
         return quoted
     source = sources[(quoted.cell or 1) - 1] if sources else ""
-    names: dict[str, str] = {}
-    if assignment.interface.canonical_for(assignment.task.name):
-        given = parameter_names(sources, assignment.function)
-        names = dict(zip(assignment.arg_names, given))
+    names = student_names(assignment, sources)
     context = edits.Context(assignment.task.name, stage, edits.dialect(quoted.code, source),
                             names)
     return dataclasses.replace(quoted, fixed=edits.rewrite(row.rewrites, quoted.code, context,
                                                            alone))
+
+
+def student_names(assignment: Assignment, sources: Sequence[str]) -> dict[str, str]:
+    """The submission's names of the canonical arguments ({"mask": "attn_mask", ...}), where it
+    takes them as SPEC does (a course's interface has names of its own)."""
+    if not assignment.interface.canonical_for(assignment.task.name):
+        return {}
+    return dict(zip(assignment.arg_names, parameter_names(sources, assignment.function)))
 
 
 def parameter_names(sources: Sequence[str], function: str) -> tuple[str, ...]:

@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from grader.core.probes import DIAGNOSIS_ONLY
 from grader.model import CallOutcome, CheckResult, Finding, GraderError, Probe, SourcePlace
 from reference.catalogue import BY_ID, wording
+from reference.edits import in_dialect
 
 if TYPE_CHECKING:
     from grader.core.divergence import Divergence
@@ -25,7 +27,9 @@ MAX_MESSAGE_CHARS = 4000
 
 def _clean(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     """Student-derived text: printable, bounded."""
-    text = "".join(ch if ch.isprintable() or ch in "\n\t" else f"\\x{ord(ch):02x}" for ch in text)
+    if not text.replace("\n", "").replace("\t", "").isprintable():
+        text = "".join(ch if ch.isprintable() or ch in "\n\t" else f"\\x{ord(ch):02x}"
+                       for ch in text)
     return text if len(text) <= limit else text[: limit - 20] + " ... (truncated)"
 
 
@@ -48,8 +52,10 @@ class MisconceptionEntry:
         row = BY_ID[finding.id]
         title, explanation, fix, _ = wording(row.id, conventions)
         location = _location(finding.place) if finding.place is not None else None
+        explanation, fix = (in_dialect(text, finding.dialect, dict(finding.names))
+                            for text in (explanation, finding.fix or fix))
         return cls(row.id, title, explanation, _clean(finding.evidence, 16_000),
-                   tuple(row.question_bank), fix, location)
+                   tuple(row.question_bank), _clean(fix, 1000), location)
 
     def to_dict(self) -> dict[str, Any]:
         entry: dict[str, Any] = {
@@ -142,8 +148,13 @@ class Report:
 def call_errors(probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
                 reference_outputs: Sequence[np.ndarray | None]) -> list[GraderError]:
     """One report error per kind of failed call (the first occurrence), plus wrong shapes and
-    non-finite outputs where the reference is finite."""
+    non-finite outputs where the reference is finite. Counted over the calls the checks count
+    (not those made for diagnosis only), so that the numbers agree with theirs."""
     errors: dict[str, GraderError] = {}
+    scored = [i for i, p in enumerate(probes) if DIAGNOSIS_ONLY not in p.tags]
+    probes = [probes[i] for i in scored]
+    outcomes = [outcomes[i] for i in scored]
+    reference_outputs = [reference_outputs[i] for i in scored]
     for probe, outcome, expected in zip(probes, outcomes, reference_outputs):
         if outcome.error_kind and outcome.error_kind not in errors:
             failed = [o.probe_id for o in outcomes if o.error_kind == outcome.error_kind]

@@ -190,8 +190,9 @@ CONTRACT_CHECKS: dict[str, Callable[[dict[str, Any], Assignment, Sequence[Probe]
 def _first_failure(outcomes: Sequence[CallOutcome]) -> str:
     for outcome in outcomes:
         if not outcome.ok:
-            last = outcome.message.strip().splitlines()[-1] if outcome.message.strip() else ""
-            return f"First failure, test input '{outcome.probe_id}' ({outcome.error_kind}): {last}"
+            # (the error itself is in the report's errors, once)
+            return (f"First failure, test input '{outcome.probe_id}' ({outcome.error_kind}; "
+                    "see the errors).")
     return ""
 
 

@@ -11,3 +11,4 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     weights = np.exp(scores)
     weights = weights / weights.sum(axis=-1, keepdims=True)
     return weights @ V, weights
+# where: no-batch-support=7
