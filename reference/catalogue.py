@@ -318,8 +318,9 @@ CATALOGUE: tuple[Misconception, ...] = (
                 'Add the mask to the scores as it is, `scores + mask`, without inverting it.',
                 "the keys your mask blocks are exactly the ones it adds 0 to (allowed)"),
         }),
-        fix=('Block where the mask is False, not where it is True: `np.where(mask, scores, -np.inf)` keeps the scores '
-             'where the mask is True and blocks the rest.'),
+        fix=('Block where the mask is False, not where it is True: '
+             '`np.where(mask, scores, -np.inf)` keeps the scores where the mask is True and '
+             'blocks the rest.'),
         stages=('masked',),
         rewrites=(edits.swap_branches,),
     ),

@@ -780,16 +780,8 @@ def two_d_only(line: str, context: Context) -> list[str]:
 _NP_ARG = r"(?P<{0}>(?:[^,()]|" + _PAREN + r")+?)"
 
 
-def _masked_fill(match: re.Match[str]) -> str:
-    keep = match["c"].strip()
-    keep = keep if re.fullmatch(r"[\w.]+", keep) else f"({keep})"
-    return f"{match['a'].strip()}.masked_fill(~{keep}, float('-inf'))"
-
-
 #: NumPy code in a catalogue sentence, as torch says it (applied in order, to code spans only)
 _TORCH: tuple[tuple[re.Pattern[str], Any], ...] = (
-    (re.compile(r"np\.where\(" + _NP_ARG.format("c") + r",\s*" + _NP_ARG.format("a")
-                + r",\s*-np\.inf\)"), _masked_fill),
     (re.compile(r"np\.swapaxes\(" + _NP_ARG.format("x") + r",\s*(?P<i>-?\d),\s*(?P<j>-?\d)\)"),
      r"\g<x>.transpose(\g<i>, \g<j>)"),
     (re.compile(r"np\.expand_dims\(" + _NP_ARG.format("x") + r",\s*(?P<i>-?\d)\)"),

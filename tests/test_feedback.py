@@ -213,6 +213,20 @@ def test_the_counts_agree_and_the_checks_say_an_error_once(fixture: str) -> None
     assert not [c["id"] for c in report["checks"] if exception in c["message"]]
 
 
+FRAMEWORK_FIXTURES = sorted((SUBMISSIONS / "frameworks").glob("*/torch_*.py"))
+
+
+@pytest.mark.parametrize("path", FRAMEWORK_FIXTURES, ids=[p.stem for p in FRAMEWORK_FIXTURES])
+def test_a_fix_speaks_the_submissions_framework_and_names(path: Path) -> None:
+    """torch code is told its fix in torch (a NumPy call pasted into it raised a TypeError),
+    with its own names of the arguments."""
+    report = _graded(path)
+    told = " ".join(" ".join((m["fix"], m["explanation"])) for m in report["misconceptions"])
+    assert report["misconceptions"] and "np." not in told, told
+    if "attn_mask" in path.read_text():
+        assert "`torch.where(attn_mask, scores, float('-inf'))`" in told, told
+
+
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 SNAPSHOTTED = ["attention/combo_dk_inverted.py", "attention/mask_ignored.py",
                "multi_head_attention/combo_dmodel_no_wo.py", "softmax/unstable.py",
