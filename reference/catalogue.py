@@ -113,7 +113,7 @@ CATALOGUE: tuple[Misconception, ...] = (
         "down the columns makes the queries compete for each key instead. A hard-coded axis "
         "(`axis=0` or `axis=1`) is a common cause: it is the key axis for one rank only.",
         ("A-err-1", "B-2", "B-13"),
-        variants_of("normalize", "over_queries", only=ATTENTIVE)
+        variants_of("normalize", "over_queries", "over_queries_unstable", only=ATTENTIVE)
         + variants_of("normalize", "axis0", "axis1", only=ATTN),
         "the columns of your weights sum to 1 (over the n = {n} queries); the rows, over the "
         "m = {m} keys, should",
@@ -186,7 +186,8 @@ CATALOGUE: tuple[Misconception, ...] = (
         "Softmax is unchanged when you subtract a constant from every entry of a row, so "
         "subtract the row's maximum before exponentiating: the largest exponent is then 0.",
         ("B-10", "A-edge-2"),
-        variants_of("normalize", "unstable", only=ALL_TASKS),
+        variants_of("normalize", "unstable", only=ALL_TASKS)
+        + variants_of("normalize", "over_queries_unstable", only=ATTENTIVE),
         "your result has NaN or inf for scores around {big}; with the row maximum subtracted "
         "it is finite",
         fix=('Subtract the maximum before exponentiating: `np.exp(x - x.max(axis=axis, '

@@ -110,6 +110,8 @@ NORMALIZE: dict[str, Callable[[Array, int], Array]] = {
     "exp_only": lambda s, a: np.exp(s),
     "exp_shifted_only": lambda s, a: np.exp(s - np.max(s, axis=a, keepdims=True)),
     "unstable": _unshifted,
+    # both at once (one line each way: no max subtracted, and the sum down the columns)
+    "over_queries_unstable": lambda s, a: _unshifted(s, -2),
     "global_max": _global_max,
     "axis0": lambda s, a: _stable_softmax(s, 0),
     "axis1": lambda s, a: _stable_softmax(s, 1),
@@ -126,6 +128,7 @@ EXP_SHIFT: dict[str, Callable[[Array, int], Array | float] | None] = {
     "exp_only": lambda s, a: 0.0,
     "exp_shifted_only": lambda s, a: np.max(s, axis=a, keepdims=True),
     "unstable": lambda s, a: 0.0,
+    "over_queries_unstable": lambda s, a: 0.0,
     "global_max": lambda s, a: np.max(s),
     "axis0": lambda s, a: np.max(s, axis=0, keepdims=True),
     "axis1": lambda s, a: np.max(s, axis=1, keepdims=True),

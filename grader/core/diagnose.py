@@ -25,6 +25,7 @@ from grader.core.compare import FAR, error_ratio, tolerance_for
 from grader.core.evidence import REFERENCE, Recipe, explain, mutation_evidence
 from grader.core.locate import (
     STAGE_WORDS,
+    Place,
     also_places,
     locate,
     quote,
@@ -158,9 +159,9 @@ def diagnose(assignment: Assignment, probes: Sequence[Probe],
         if recipe is not None:
             for misconception_id in dict.fromkeys((*catalogue.ids_for(assignment.task.name, recipe),
                                                    *extra)):
-                finding = Finding(
+                finding = _located(Finding(
                     misconception_id, explain(matcher, misconception_id, recipe, indices),
-                    _place(assignment, probes, outcomes, misconception_id, recipe, sources))
+                    _place(assignment, probes, outcomes, misconception_id, recipe, sources)))
                 if finding.place is None and misconception_id in extra and sources:
                     finding = _where_batches_fail(assignment, probes, outcomes, finding, sources)
                 findings.append(finding)
@@ -176,11 +177,30 @@ def diagnose(assignment: Assignment, probes: Sequence[Probe],
             for f in findings]
 
 
+#: what a quoted line computes when nothing uses it (``_unused``)
+UNUSED = ", but nothing uses that value"
+
+
+def _located(finding: Finding) -> Finding:
+    """A finding whose line computes a value nothing uses is fixed by using it: said so."""
+    place = finding.place
+    if place is None or not place.computes.endswith(UNUSED):
+        return finding
+    where = f"code cell {place.cell}, line {place.line}" if place.cell else f"line {place.line}"
+    fix = (f"{where.capitalize()} computes {place.computes.removesuffix(UNUSED)}, but the code "
+           "goes on without that value: " + ("give it the name the rest of the code reads, "
+                                             "as shown." if place.fixed else
+                                             "use it from there on."))
+    return dataclasses.replace(finding, fix=fix)
+
+
 def _place(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
            misconception_id: str, recipe: Recipe, sources: Sequence[str]) -> SourcePlace | None:
     place = locate(assignment, probes, outcomes, misconception_id, recipe) if sources else None
     if place is None:
         return None
+    if place.unused_for is not None:
+        return _unused(place, sources)
     computes = STAGE_WORDS[place.stage]
     if place.used is not None:
         computes = f"{STAGE_WORDS.get(place.used, place.used)}, used as {computes}"
@@ -246,6 +266,25 @@ def _where_batches_fail(assignment: Assignment, probes: Sequence[Probe],
                "before them.")
         return dataclasses.replace(finding, place=quoted, fix=fix)
     return finding
+
+
+_TARGET = re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<rhs>[^=].*)$")
+
+
+def _unused(place: Place, sources: Sequence[str]) -> SourcePlace | None:
+    """A line that computes a step's value that nothing uses (``masked_scores = ...`` beside
+    the ``scores`` the code goes on with): quoted as such, and fixed by giving the value the
+    name the rest of the code reads."""
+    words = STAGE_WORDS[place.stage]
+    quoted = quote(place.cell, place.line, words + UNUSED, sources)
+    assert place.unused_for is not None
+    flowing = quote(*place.unused_for, words, sources)
+    if quoted is None or flowing is None:
+        return quoted
+    dead, used = _TARGET.match(quoted.code), _TARGET.match(flowing.code)
+    if dead is None or used is None or dead["name"] == used["name"]:
+        return quoted
+    return dataclasses.replace(quoted, fixed=f"{used['name']} = {dead['rhs']}")
 
 
 def _function_lines(cell: int | None, sources: Sequence[str]) -> list[SourcePlace]:

@@ -52,6 +52,13 @@ def explain(matcher: Matcher, misconception_id: str, recipe: Recipe,
                 if shown is not None else row.title + ".")
     own = catalogue.own_choices(misconception_id, recipe)
     one_of_several = 0 < len(own) < len(recipe)
+    task = assignment.task.name
+    if len(catalogue.ids_for(task, own)) > 1:  # one choice that is several mistakes at once:
+        # shown where this mistake alone (its own single variant) changes the answer
+        single = next(({v.knob: v.choice} for v in row.variants if task in v.tasks
+                       and catalogue.ids_for(task, {v.knob: v.choice}) == (row.id,)), None)
+        if single is not None:
+            telling = [i for i in telling if _changes_answer(matcher, single, i)] or telling
     if one_of_several:  # show it where this mistake alone changes the answer
         telling = [i for i in telling if _changes_answer(matcher, own, i)] or telling
     index = min(telling, key=lambda i: _shown_first(matcher, i))

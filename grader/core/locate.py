@@ -54,6 +54,9 @@ class Place:
     #: a skipped step: the stage of the correct computation whose value the line computes
     #: (the scores, used as the scaled scores), or None
     used: str | None = None
+    #: the line computes this stage's correct value, but nothing uses it: (cell, line) of the
+    #: line whose value was used in its place
+    unused_for: tuple[int | None, int] | None = None
 
 
 def locate(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
@@ -137,6 +140,13 @@ def _first_place(assignment: Assignment, probe: Probe, traced: Sequence[TracedVa
                 and (used or not any(same(t.array, o) for o in correct_path.values()))]
         if hits:  # made first (a mistake) or, for a skipped step, made by the outermost code
             best = min(hits, key=lambda hit: hit[:2])[2]
+            if used is not None and stage in correct:
+                # the step was written, but its value never used: that line is the mistake
+                dead = next((t for t in traced if not t.changes_input
+                             and same(t.array, correct[stage])
+                             and not any(same(t.array, o) for o in mistaken.values())), None)
+                if dead is not None and (dead.cell, dead.line) != (best.cell, best.line):
+                    return Place(dead.cell, dead.line, stage, unused_for=(best.cell, best.line))
             return Place(best.cell, best.line, stage, used)
     return None
 
