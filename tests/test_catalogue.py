@@ -172,3 +172,16 @@ def test_a_file_of_several_unit_functions_is_graded_as_the_most_advanced() -> No
     assert registry.infer({"softmax", "causal_mask"}) == "causal_mask"
     assert registry.infer({"positional_encoding", "scaled_dot_product_attention"}) == "attention"
     assert registry.infer({"rope", "multi_head_attention"}) == "multi_head_attention"
+
+
+@pytest.mark.parametrize("assignment_id", registry.ids())
+def test_every_interface_has_a_traced_call_of_each_kind_it_can_express(assignment_id: str) -> None:
+    """A line is quoted only from a traced call: a course whose interface cannot take the
+    usual traced inputs (no axis, self-attention only, masks as lengths) gets traced inputs it
+    can take, masked and not, so that its findings get lines too."""
+    probes = get(assignment_id).probes(0)
+    for masked in (False, True):
+        ordinary = [p for p in probes if ("masked" in p.tags) == masked and not p.batched
+                    and not p.tags & {"large", "concept", "no-diagnosis"}]
+        if ordinary:
+            assert any(p.traced for p in probes if ("masked" in p.tags) == masked), masked

@@ -72,7 +72,8 @@ class Assignment:
         """The task's probes that this assignment's interface can express; where it can express
         no scored masked probe (a course that takes valid lengths), the masked probes kept for
         diagnosis (prefix masks) are scored in their place."""
-        kept = [p for p in build_probes(self.task.name, seed) if self.unexpressible(p) is None]
+        kept = _traced_where_expressible(
+            [p for p in build_probes(self.task.name, seed) if self.unexpressible(p) is None])
         if any("masked" in p.tags and DIAGNOSIS_ONLY not in p.tags for p in kept):
             return kept
         return [dataclasses.replace(p, tags=p.tags - {DIAGNOSIS_ONLY})
@@ -142,3 +143,19 @@ def get(reference: str) -> Assignment:
     """The assignment with this ID or in this folder (``KeyError`` naming the known ones)."""
     info = registry.get(reference)
     return Assignment(info, TASKS[info.task])
+
+
+def _traced_where_expressible(probes: list[Probe]) -> list[Probe]:
+    """The probes, with a traced one of each kind the task traces (masked or not) that the
+    interface left out replaced by the first ordinary one of that kind it can express: a course
+    without an axis, or with self-attention only, gets its lines quoted too."""
+    traced_kinds = {"masked" in p.tags for p in probes if p.traced}
+    ordinary = [p for p in probes if not p.batched and not p.traced
+                and not p.tags & {"large", "concept", "no-diagnosis"}]
+    chosen = set()
+    for masked in (False, True):
+        if masked not in traced_kinds:
+            first = next((p for p in ordinary if ("masked" in p.tags) == masked), None)
+            if first is not None:
+                chosen.add(first.id)
+    return [dataclasses.replace(p, traced=True) if p.id in chosen else p for p in probes]

@@ -17,3 +17,4 @@ class DotProductAttention(nn.Module):
         scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d)
         self.attention_weights = nn.functional.softmax(scores, dim=-1)
         return torch.bmm(self.dropout(self.attention_weights), values)
+# where: mask-ignored=17
