@@ -1,7 +1,8 @@
 """Throughput of `attention-grader batch` on a synthetic class, against `python -c "import numpy"`.
 
-Targets (issue #5), on this machine's cores: per-submission wall time (total / submissions) at
-most 0.5x the numpy import measured in the same run, and peak memory per worker at most 150 MB.
+Targets, on this machine's cores: per-submission wall time (total / submissions) at most 0.3x
+the numpy import measured in the same run (issue #21: every isolation layer included; #5 asked
+0.5x), and peak memory per worker at most 150 MB.
 The class mixes correct and buggy .py files, notebooks, starter stubs and a few submissions that
 hang (graded with `--timeout`, default here 0.5 s per call, as an instructor would set it).
 
@@ -25,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 FIXTURES = sorted((ROOT / "tests" / "submissions" / "attention").glob("*.py"))
 STUB = ROOT / "assignments" / "attention" / "starter" / "attention.ipynb"
+TARGET = 0.3
 HANGS = "def scaled_dot_product_attention(Q, K, V, mask=None):\n    while True:\n        pass\n"
 
 
@@ -103,10 +105,10 @@ def main() -> None:
         hanging = min(arguments.hanging, max(0, size // 50))
         stats = run(size, arguments.jobs, arguments.timeout, hanging)
         ratio = stats["per_submission"] / floor
-        verdict = "ok" if ratio <= 0.5 and stats["worker_peak_rss_mb"] <= 150 else "OVER TARGET"
+        verdict = "ok" if ratio <= TARGET and stats["worker_peak_rss_mb"] <= 150 else "OVER TARGET"
         print(f"{stats['submissions']:5d} submissions ({hanging} hanging): "
               f"{stats['seconds']:.2f} s, {1000 * stats['per_submission']:.1f} ms each = "
-              f"{ratio:.2f}x floor (target 0.5x), {stats['submissions'] / stats['seconds']:.1f}"
+              f"{ratio:.2f}x floor (target {TARGET}x), {stats['submissions'] / stats['seconds']:.1f}"
               f"/s; worker peak {stats['worker_peak_rss_mb']:.0f} MB (target 150); "
               f"{stats['timeouts']} timed out, {stats['full_marks']} full marks  [{verdict}]")
 

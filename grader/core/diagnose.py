@@ -170,6 +170,8 @@ def diagnose(assignment: Assignment, probes: Sequence[Probe],
         mutation_id = catalogue.detected_by("input-mutation")
         findings.append(Finding(mutation_id, mutation, _place(
             assignment, probes, outcomes, mutation_id, REFERENCE, sources)))
+    if not findings:
+        return findings
     whole = "\n".join(sources)
     names = tuple(student_names(assignment, sources).items())
     return [dataclasses.replace(f, dialect=edits.dialect(f.place.code if f.place else "", whole),

@@ -234,7 +234,7 @@ def _parameter_names(sources: tuple[str, ...], function: str) -> tuple[str, ...]
     for source in sources:
         try:
             tree = ast.parse(source)
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
             continue
         for node in tree.body:
             if isinstance(node, ast.FunctionDef) and node.name == function:
