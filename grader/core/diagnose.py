@@ -201,7 +201,7 @@ def _place(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[C
     place = locate(assignment, probes, outcomes, misconception_id, recipe) if sources else None
     if place is None:
         return None
-    if place.unused_for is not None:
+    if place.unused:
         return _unused(place, sources)
     computes = STAGE_WORDS[place.stage]
     if place.used is not None:
@@ -279,8 +279,7 @@ def _unused(place: Place, sources: Sequence[str]) -> SourcePlace | None:
     name the rest of the code reads."""
     words = STAGE_WORDS[place.stage]
     quoted = quote(place.cell, place.line, words + UNUSED, sources)
-    assert place.unused_for is not None
-    flowing = quote(*place.unused_for, words, sources)
+    flowing = quote(*place.unused_for, words, sources) if place.unused_for else None
     if quoted is None or flowing is None:
         return quoted
     dead, used = _TARGET.match(quoted.code), _TARGET.match(flowing.code)

@@ -54,8 +54,9 @@ class Place:
     #: a skipped step: the stage of the correct computation whose value the line computes
     #: (the scores, used as the scaled scores), or None
     used: str | None = None
-    #: the line computes this stage's correct value, but nothing uses it: (cell, line) of the
-    #: line whose value was used in its place
+    #: the line computes this stage's correct value, but nothing uses it
+    unused: bool = False
+    #: ... and (cell, line) of the line whose value went on in its place, if one computed it
     unused_for: tuple[int | None, int] | None = None
 
 
@@ -128,6 +129,9 @@ def _first_place(assignment: Assignment, probe: Probe, traced: Sequence[TracedVa
     inputs = {f"the input {name}": np.asarray(a, dtype=np.float64)
               for name, a in zip(assignment.arg_names, probe.args) if isinstance(a, np.ndarray)}
     correct_path = {**correct, **inputs}
+    unused = _unused_value(traced, mistaken, correct, inputs)
+    if unused is not None:
+        return unused
     for stage in allowed:  # the row's order: where the mistake is best pointed at first
         value = mistaken.get(stage)
         if value is None or (stage in correct and same(value, correct[stage])):
@@ -140,14 +144,33 @@ def _first_place(assignment: Assignment, probe: Probe, traced: Sequence[TracedVa
                 and (used or not any(same(t.array, o) for o in correct_path.values()))]
         if hits:  # made first (a mistake) or, for a skipped step, made by the outermost code
             best = min(hits, key=lambda hit: hit[:2])[2]
-            if used is not None and stage in correct:
-                # the step was written, but its value never used: that line is the mistake
-                dead = next((t for t in traced if not t.changes_input
-                             and same(t.array, correct[stage])
-                             and not any(same(t.array, o) for o in mistaken.values())), None)
-                if dead is not None and (dead.cell, dead.line) != (best.cell, best.line):
-                    return Place(dead.cell, dead.line, stage, unused_for=(best.cell, best.line))
             return Place(best.cell, best.line, stage, used)
+    return None
+
+
+def _unused_value(traced: Sequence[TracedValue], mistaken: Mapping[str, Array],
+                  correct: Mapping[str, Array], inputs: Mapping[str, Array]) -> Place | None:
+    """A line that computed the right value of a step the mistaken computation skips (it has
+    no such step, or goes on with the value from before it), where the output shows the step
+    skipped: the step was written, and its value never used. With the line whose value went
+    on in its place, if one computed it. (A step the mistaken computation makes differently is
+    not this: the right value may have gone into the wrong operation.)"""
+    before = [*correct.values(), *inputs.values()]
+    for stage, right in correct.items():
+        wrong = mistaken.get(stage)
+        if wrong is not None and (same(wrong, right)
+                                  or not any(same(wrong, other) for other in before)):
+            continue
+        found = [t for t in traced if not t.changes_input and t.array.size > 1
+                 and same(t.array, right)
+                 and not any(same(t.array, o) for o in (*mistaken.values(), *inputs.values()))]
+        if not found:
+            continue
+        dead = min(found, key=lambda t: t.depth)  # the outermost: where the value is left
+        went_on = min((t for t in traced if not t.changes_input and wrong is not None
+                       and same(t.array, wrong)), key=lambda t: t.depth, default=None)
+        return Place(dead.cell, dead.line, stage, unused=True,
+                     unused_for=(went_on.cell, went_on.line) if went_on else None)
     return None
 
 
