@@ -131,6 +131,8 @@ class SourcePlace:
     fixed: str | None = None
     #: other lines where the same mistake is written, each with its own literal fix
     also: tuple[SourcePlace, ...] = ()
+    #: the line computes a value nothing uses (the finding is that it is not used)
+    unused: bool = False
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,7 @@ a recipe that explains the 2-D probes but not the batched ones gives ``no-batch-
 
 from __future__ import annotations
 
-import ast
-import dataclasses
 import itertools
-import re
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -23,18 +20,10 @@ import numpy as np
 from grader.core.assignments import Assignment
 from grader.core.compare import FAR, error_ratio, tolerance_for
 from grader.core.evidence import REFERENCE, Recipe, explain, mutation_evidence
-from grader.core.locate import (
-    STAGE_WORDS,
-    Place,
-    also_places,
-    locate,
-    quote,
-    student_names,
-    with_literal_fix,
-)
+from grader.core.locate import in_the_submissions_words, located
 from grader.core.tasks import kept
-from grader.model import Array, CallOutcome, Finding, Probe, SourcePlace
-from reference import catalogue, edits
+from grader.model import Array, CallOutcome, Finding, Probe
+from reference import catalogue
 
 #: statuses that say nothing about the maths (the call could not be made or finish)
 NOT_COMPARABLE = frozenset({"wrong-signature", "timeout"})
@@ -159,149 +148,16 @@ def diagnose(assignment: Assignment, probes: Sequence[Probe],
         if recipe is not None:
             for misconception_id in dict.fromkeys((*catalogue.ids_for(assignment.task.name, recipe),
                                                    *extra)):
-                finding = _located(Finding(
-                    misconception_id, explain(matcher, misconception_id, recipe, indices),
-                    _place(assignment, probes, outcomes, misconception_id, recipe, sources)))
-                if finding.place is None and misconception_id in extra and sources:
-                    finding = _where_batches_fail(assignment, probes, outcomes, finding, sources)
-                findings.append(finding)
+                findings.append(located(
+                    Finding(misconception_id, explain(matcher, misconception_id, recipe, indices)),
+                    assignment, probes, outcomes, recipe, sources,
+                    from_failed_calls=misconception_id in extra))
     mutation = mutation_evidence(assignment, probes, outcomes)
     if mutation:
         mutation_id = catalogue.detected_by("input-mutation")
-        findings.append(Finding(mutation_id, mutation, _place(
-            assignment, probes, outcomes, mutation_id, REFERENCE, sources)))
-    if not findings:
-        return findings
-    whole = "\n".join(sources)
-    names = tuple(student_names(assignment, sources).items())
-    return [dataclasses.replace(f, dialect=edits.dialect(f.place.code if f.place else "", whole),
-                                names=names)
-            for f in findings]
-
-
-#: what a quoted line computes when nothing uses it (``_unused``)
-UNUSED = ", but nothing uses that value"
-
-
-def _located(finding: Finding) -> Finding:
-    """A finding whose line computes a value nothing uses is fixed by using it: said so."""
-    place = finding.place
-    if place is None or not place.computes.endswith(UNUSED):
-        return finding
-    where = f"code cell {place.cell}, line {place.line}" if place.cell else f"line {place.line}"
-    fix = (f"{where.capitalize()} computes {place.computes.removesuffix(UNUSED)}, but the code "
-           "goes on without that value: " + ("give it the name the rest of the code reads, "
-                                             "as shown." if place.fixed else
-                                             "use it from there on."))
-    return dataclasses.replace(finding, fix=fix)
-
-
-def _place(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
-           misconception_id: str, recipe: Recipe, sources: Sequence[str]) -> SourcePlace | None:
-    place = locate(assignment, probes, outcomes, misconception_id, recipe) if sources else None
-    if place is None:
-        return None
-    if place.unused:
-        return _unused(place, sources)
-    computes = STAGE_WORDS[place.stage]
-    if place.used is not None:
-        computes = f"{STAGE_WORDS.get(place.used, place.used)}, used as {computes}"
-    quoted = quote(place.cell, place.line, computes, sources)
-    if quoted is None:
-        return None
-    first = with_literal_fix(quoted, assignment, misconception_id, place.stage, sources,
-                             alone=False)
-    if first.fixed is None:
-        return first
-    others = []
-    for other in also_places(assignment, probes, outcomes, misconception_id, recipe, place):
-        line = quote(other.cell, other.line, STAGE_WORDS[other.stage], sources)
-        if line is not None:
-            line = with_literal_fix(line, assignment, misconception_id, other.stage, sources,
-                                    alone=False)
-            if line.fixed is not None:
-                others.append(line)
-    if not others:  # the first line's fix must then do the whole job by itself
-        return with_literal_fix(quoted, assignment, misconception_id, place.stage, sources)
-    return dataclasses.replace(first, also=tuple(others))
-
-
-#: a frame of a student traceback (``grader/sandbox/worker.py``): the file, or a notebook's
-#: "<submission cell N>", and the line
-_FRAME = re.compile(r'^  File "(?P<file>[^"\n]+)", line (?P<line>\d+), in ', re.MULTILINE)
-_CELL_FILE = re.compile(r"^<submission cell (?P<cell>\d+)>$")
-
-
-def _where_batches_fail(assignment: Assignment, probes: Sequence[Probe],
-                        outcomes: Sequence[CallOutcome], finding: Finding,
-                        sources: Sequence[str]) -> Finding:
-    """A finding of code that works on 2-D inputs only, placed where the first batched call
-    that raised stopped in the submission's own code, with a fix about that line: what on it
-    works on 2-D arrays only (``K.T``, ``axis=1``, ``shape[1]``, ...), or else the error."""
-    for probe, outcome in zip(probes, outcomes):
-        frames = _FRAME.findall(outcome.message) if probe.batched and \
-            outcome.error_kind == "runtime-error" else []
-        if not frames:
-            continue
-        filename, line = frames[-1]
-        cell = _CELL_FILE.match(filename)
-        quoted = quote(int(cell["cell"]) if cell else None, int(line),
-                       "the first line that fails on batched inputs", sources)
-        if quoted is None:
-            continue
-        quoted = with_literal_fix(quoted, assignment, finding.id, "batch", sources)
-        if quoted.fixed is not None:
-            also = [with_literal_fix(other, assignment, finding.id, "batch", sources)
-                    for other in _function_lines(quoted.cell, sources)
-                    if other.line != quoted.line]
-            quoted = dataclasses.replace(quoted, also=tuple(o for o in also if o.fixed))
-        context = edits.Context(assignment.task.name, "batch",
-                                edits.dialect(quoted.code, "\n".join(sources)))
-        reasons = edits.two_d_only(quoted.code, context)
-        where = f"code cell {quoted.cell}, line {quoted.line}" if quoted.cell else \
-            f"line {quoted.line}"
-        error = outcome.message.strip().splitlines()[-1].rstrip(".")
-        fix = (f"{where.capitalize()} works on 2-D inputs only: " + "; ".join(reasons) + "."
-               if reasons else
-               f"{where.capitalize()} fails on inputs with leading batch dimensions ({error}): "
-               "write it with operations that act on the last two axes, whatever comes "
-               "before them.")
-        return dataclasses.replace(finding, place=quoted, fix=fix)
-    return finding
-
-
-_TARGET = re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<rhs>[^=].*)$")
-
-
-def _unused(place: Place, sources: Sequence[str]) -> SourcePlace | None:
-    """A line that computes a step's value that nothing uses (``masked_scores = ...`` beside
-    the ``scores`` the code goes on with): quoted as such, and fixed by giving the value the
-    name the rest of the code reads."""
-    words = STAGE_WORDS[place.stage]
-    quoted = quote(place.cell, place.line, words + UNUSED, sources)
-    flowing = quote(*place.unused_for, words, sources) if place.unused_for else None
-    if quoted is None or flowing is None:
-        return quoted
-    dead, used = _TARGET.match(quoted.code), _TARGET.match(flowing.code)
-    if dead is None or used is None or dead["name"] == used["name"]:
-        return quoted
-    return dataclasses.replace(quoted, fixed=f"{used['name']} = {dead['rhs']}")
-
-
-def _function_lines(cell: int | None, sources: Sequence[str]) -> list[SourcePlace]:
-    """Every line inside a function of the quoted file or cell (the code that runs when it is
-    called), quoted; a line outside functions runs only once, on loading."""
-    source = sources[(cell or 1) - 1] if sources else ""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
-    inside = sorted({line for node in ast.walk(tree)
-                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                     for child in node.body
-                     for line in range(child.lineno, (child.end_lineno or child.lineno) + 1)})
-    quoted = (quote(cell, line, "code that works on 2-D inputs only", sources) for line in inside)
-    return [place for place in quoted if place is not None]
+        findings.append(located(Finding(mutation_id, mutation), assignment, probes, outcomes,
+                                REFERENCE, sources))
+    return in_the_submissions_words(findings, assignment, sources)
 
 
 def _every_batched_call_failed(matcher: _Matcher, probes: Sequence[Probe],

@@ -7,7 +7,12 @@ stage where they part is where the mistake enters, and the line quoted is the on
 exactly that stage's value (and nothing the recipe without the mistake computes, nor an input).
 When no line computed it (a one-line expression inside a library call, an omission that only
 shows later and never as a value of its own), the next stage is tried; when none is found, no
-line is claimed.
+line is claimed. A step written but never used (its right value computed, the output without
+it) is quoted as such. Code that works on 2-D inputs only is quoted where its first batched call
+failed (the traceback into the submission).
+
+``located`` gives a finding its quoted line and fix; ``in_the_submissions_words`` the framework
+and the names its sentences are told in.
 """
 
 from __future__ import annotations
@@ -15,13 +20,14 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from grader.core.assignments import Assignment
-from grader.model import Array, CallOutcome, Probe, SourcePlace, TracedValue
+from grader.model import Array, CallOutcome, Finding, Probe, SourcePlace, TracedValue
 from reference import catalogue, edits
 
 #: scores at or below this are "blocked" whatever the fill value (-inf, -1e9, finfo.min)
@@ -109,6 +115,164 @@ def _first_input_change(probes: Sequence[Probe], outcomes: Sequence[CallOutcome]
         if changed:
             return Place(changed[0].cell, changed[0].line, "input")
     return None
+
+
+def located(finding: Finding, assignment: Assignment, probes: Sequence[Probe],
+            outcomes: Sequence[CallOutcome], recipe: Mapping[str, str], sources: Sequence[str],
+            *, from_failed_calls: bool = False) -> Finding:
+    """``finding`` with the submission's line where it enters, quoted, and its fix, when the
+    line is found (from the traced values; ``from_failed_calls``: code that works on 2-D inputs
+    only, from where its batched calls failed)."""
+    if not sources:
+        return finding
+    place = _quoted(assignment, probes, outcomes, finding.id, recipe, sources)
+    if place is not None and place.unused:
+        return dataclasses.replace(finding, place=place, fix=_unused_fix(place))
+    if place is None and from_failed_calls:
+        return _where_batches_fail(assignment, probes, outcomes, finding, sources)
+    return dataclasses.replace(finding, place=place)
+
+
+def in_the_submissions_words(findings: list[Finding], assignment: Assignment,
+                             sources: Sequence[str]) -> list[Finding]:
+    """The findings, each told in the framework its line (or else the submission) computes with
+    and in the submission's own names of the arguments."""
+    if not findings:
+        return findings
+    whole = "\n".join(sources)
+    names = tuple(student_names(assignment, sources).items())
+    return [dataclasses.replace(f, dialect=edits.dialect(f.place.code if f.place else "", whole),
+                                names=names)
+            for f in findings]
+
+
+def line_words(cell: int | None, line: int) -> str:
+    """"line 7", or in a notebook "code cell 3, line 7"."""
+    return f"code cell {cell}, line {line}" if cell else f"line {line}"
+
+
+#: what a quoted line computes when nothing uses it (``_unused``)
+UNUSED = ", but nothing uses that value"
+
+
+def _unused_fix(place: SourcePlace) -> str:
+    """The fix of a line whose value nothing uses: use it."""
+    return (f"{line_words(place.cell, place.line).capitalize()} computes "
+            f"{place.computes.removesuffix(UNUSED)}, but the code goes on without that value: "
+            + ("give it the name the rest of the code reads, as shown." if place.fixed else
+               "use it from there on."))
+
+
+def _quoted(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
+            misconception_id: str, recipe: Mapping[str, str], sources: Sequence[str]
+            ) -> SourcePlace | None:
+    """The line where the mistake enters, quoted, with its literal fix and the other lines
+    the same mistake is written on."""
+    place = locate(assignment, probes, outcomes, misconception_id, recipe)
+    if place is None:
+        return None
+    if place.unused:
+        return _unused(place, sources)
+    computes = STAGE_WORDS[place.stage]
+    if place.used is not None:
+        computes = f"{STAGE_WORDS.get(place.used, place.used)}, used as {computes}"
+    quoted = quote(place.cell, place.line, computes, sources)
+    if quoted is None:
+        return None
+    first = with_literal_fix(quoted, assignment, misconception_id, place.stage, sources,
+                             alone=False)
+    if first.fixed is None:
+        return first
+    others = []
+    for other in also_places(assignment, probes, outcomes, misconception_id, recipe, place):
+        line = quote(other.cell, other.line, STAGE_WORDS[other.stage], sources)
+        if line is not None:
+            line = with_literal_fix(line, assignment, misconception_id, other.stage, sources,
+                                    alone=False)
+            if line.fixed is not None:
+                others.append(line)
+    if not others:  # the first line's fix must then do the whole job by itself
+        return with_literal_fix(quoted, assignment, misconception_id, place.stage, sources)
+    return dataclasses.replace(first, also=tuple(others))
+
+
+#: a frame of a student traceback (``grader/sandbox/worker.py``): the file, or a notebook's
+#: "<submission cell N>", and the line
+_FRAME = re.compile(r'^  File "(?P<file>[^"\n]+)", line (?P<line>\d+), in ', re.MULTILINE)
+_CELL_FILE = re.compile(r"^<submission cell (?P<cell>\d+)>$")
+
+
+def _where_batches_fail(assignment: Assignment, probes: Sequence[Probe],
+                        outcomes: Sequence[CallOutcome], finding: Finding,
+                        sources: Sequence[str]) -> Finding:
+    """A finding of code that works on 2-D inputs only, placed where the first batched call
+    that raised stopped in the submission's own code, with a fix about that line: what on it
+    works on 2-D arrays only (``K.T``, ``axis=1``, ``shape[1]``, ...), or else the error."""
+    for probe, outcome in zip(probes, outcomes):
+        frames = _FRAME.findall(outcome.message) if probe.batched and \
+            outcome.error_kind == "runtime-error" else []
+        if not frames:
+            continue
+        filename, line = frames[-1]
+        cell = _CELL_FILE.match(filename)
+        quoted = quote(int(cell["cell"]) if cell else None, int(line),
+                       "the first line that fails on batched inputs", sources)
+        if quoted is None:
+            continue
+        quoted = with_literal_fix(quoted, assignment, finding.id, "batch", sources)
+        if quoted.fixed is not None:
+            also = [with_literal_fix(other, assignment, finding.id, "batch", sources)
+                    for other in _function_lines(quoted.cell, sources)
+                    if other.line != quoted.line]
+            quoted = dataclasses.replace(quoted, also=tuple(o for o in also if o.fixed))
+        context = edits.Context(assignment.task.name, "batch",
+                                edits.dialect(quoted.code, "\n".join(sources)))
+        reasons = edits.two_d_only(quoted.code, context)
+        where = line_words(quoted.cell, quoted.line)
+        error = outcome.message.strip().splitlines()[-1].rstrip(".")
+        fix = (f"{where.capitalize()} works on 2-D inputs only: " + "; ".join(reasons) + "."
+               if reasons else
+               f"{where.capitalize()} fails on inputs with leading batch dimensions ({error}): "
+               "write it with operations that act on the last two axes, whatever comes "
+               "before them.")
+        return dataclasses.replace(finding, place=quoted, fix=fix)
+    return finding
+
+
+_TARGET = re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<rhs>[^=].*)$")
+
+
+def _unused(place: Place, sources: Sequence[str]) -> SourcePlace | None:
+    """A line that computes a step's value that nothing uses (``masked_scores = ...`` beside
+    the ``scores`` the code goes on with): quoted as such, and fixed by giving the value the
+    name the rest of the code reads."""
+    words = STAGE_WORDS[place.stage]
+    quoted = quote(place.cell, place.line, words + UNUSED, sources)
+    if quoted is not None:
+        quoted = dataclasses.replace(quoted, unused=True)
+    flowing = quote(*place.unused_for, words, sources) if place.unused_for else None
+    if quoted is None or flowing is None:
+        return quoted
+    dead, used = _TARGET.match(quoted.code), _TARGET.match(flowing.code)
+    if dead is None or used is None or dead["name"] == used["name"]:
+        return quoted
+    return dataclasses.replace(quoted, fixed=f"{used['name']} = {dead['rhs']}")
+
+
+def _function_lines(cell: int | None, sources: Sequence[str]) -> list[SourcePlace]:
+    """Every line inside a function of the quoted file or cell (the code that runs when it is
+    called), quoted; a line outside functions runs only once, on loading."""
+    source = sources[(cell or 1) - 1] if sources else ""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    inside = sorted({line for node in ast.walk(tree)
+                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     for child in node.body
+                     for line in range(child.lineno, (child.end_lineno or child.lineno) + 1)})
+    quoted = (quote(cell, line, "code that works on 2-D inputs only", sources) for line in inside)
+    return [place for place in quoted if place is not None]
 
 
 def stages_of(assignment: Assignment, recipe: Mapping[str, str], probe: Probe) -> dict[str, Array]:
