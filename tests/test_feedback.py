@@ -213,6 +213,18 @@ def test_the_counts_agree_and_the_checks_say_an_error_once(fixture: str) -> None
     assert not [c["id"] for c in report["checks"] if exception in c["message"]]
 
 
+def test_a_result_thrown_away_just_above_the_quoted_line_is_pointed_out() -> None:
+    """``np.swapaxes(x, -2, -3)`` alone on its line keeps nothing: the fix says so and how to
+    keep it, before the row's own sentence."""
+    path = SUBMISSIONS / "multi_head_attention" / "merge_transpose_thrown_away.py"
+    [finding] = _graded(path)["misconceptions"]
+    assert finding["fix"].startswith("Line 17, `np.swapaxes(x, -2, -3)`, computes a new array "
+                                     "and throws it away"), finding["fix"]
+    assert "`x = np.swapaxes(x, -2, -3)`" in finding["fix"]
+    plain = _graded(SUBMISSIONS / "multi_head_attention" / "merge_without_transpose.py")
+    assert "throws it away" not in plain["misconceptions"][0]["fix"]
+
+
 FRAMEWORK_FIXTURES = sorted((SUBMISSIONS / "frameworks").glob("*/torch_*.py"))
 
 

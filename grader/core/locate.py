@@ -130,7 +130,60 @@ def located(finding: Finding, assignment: Assignment, probes: Sequence[Probe],
         return dataclasses.replace(finding, place=place, fix=_unused_fix(place))
     if place is None and from_failed_calls:
         return _where_batches_fail(assignment, probes, outcomes, finding, sources)
+    thrown = _thrown_away_before(place, sources) if place is not None else None
+    if thrown is not None:  # the step may be written, its result never kept: say so first
+        row_fix = catalogue.wording(finding.id, assignment.interface.conventions()
+                                    | {f"task:{assignment.task.name}"}).fix
+        return dataclasses.replace(finding, place=place, fix=f"{thrown} {row_fix}")
     return dataclasses.replace(finding, place=place)
+
+
+#: array methods and functions that return a new array and change nothing: a statement that
+#: is only such a call throws its result away
+_RETURNS_NEW = frozenset({"transpose", "permute", "swapaxes", "moveaxis", "reshape", "view",
+                          "masked_fill", "softmax", "contiguous", "squeeze", "unsqueeze",
+                          "astype", "where", "flatten", "expand_dims", "matmul"})
+#: how far above the quoted line a thrown-away result is looked for
+_THROWN_WITHIN = 3
+
+
+def _thrown_away_before(place: SourcePlace, sources: Sequence[str]) -> str | None:
+    """A sentence on a statement just above the quoted line, in the same function, that computes
+    a new array and keeps nothing (``x.transpose(1, 2)`` alone on its line), or None."""
+    source = sources[(place.cell or 1) - 1] if sources else ""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not (
+                node.lineno <= place.line <= (node.end_lineno or node.lineno)):
+            continue
+        for statement in ast.walk(node):
+            if (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
+                    and 0 < place.line - statement.lineno <= _THROWN_WITHIN
+                    and _called_name(statement.value.func) in _RETURNS_NEW):
+                code = ast.get_source_segment(source, statement) or ""
+                target = _first_name(statement.value)
+                keep = f" (`{target} = {code}`)" if target and "\n" not in code else ""
+                return (f"{line_words(place.cell, statement.lineno).capitalize()}, `{code}`, "
+                        f"computes a new array and throws it away: keep its result{keep}.")
+    return None
+
+
+def _called_name(func: ast.expr) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else \
+        func.id if isinstance(func, ast.Name) else ""
+
+
+def _first_name(call: ast.Call) -> str | None:
+    """The array a call works on: ``x`` of ``x.transpose(...)``, or the first argument's."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+            func.value.id not in ("np", "numpy", "torch", "tf", "jnp", "F"):
+        return func.value.id
+    first = call.args[0] if call.args else None
+    return first.id if isinstance(first, ast.Name) else None
 
 
 def in_the_submissions_words(findings: list[Finding], assignment: Assignment,
