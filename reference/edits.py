@@ -757,11 +757,23 @@ _TWO_D_ONLY: tuple[tuple[re.Pattern[str], Callable[[re.Match[str], Context], str
 )
 
 
+#: calls whose axis says where to put or take whole arrays (stack heads on a new first axis,
+#: say): counting it from the end is not the same computation, so it is left as written
+_PLACES_ARRAYS = re.compile(r"\b(?:stack|concatenate|cat|split|chunk|expand_dims|unsqueeze|"
+                            r"repeat|repeat_interleave|tile|insert|moveaxis|flip|roll)\(")
+
+
+def _rules_for(code: str) -> list[tuple[re.Pattern[str], Callable[[re.Match[str], Context], str],
+                                        str]]:
+    places = _PLACES_ARRAYS.search(code) is not None
+    return [rule for rule in _TWO_D_ONLY if not (places and "axis|dim" in rule[0].pattern)]
+
+
 def _last_two_axes(code: str, context: Context) -> str | None:
     """What works on 2-D arrays only, written to act on the last two axes (``K.T`` ->
     ``K.swapaxes(-1, -2)``, ``axis=1`` -> ``axis=-1``, ``shape[1]`` -> ``shape[-1]``, ...)."""
     new = code
-    for pattern, replacement, _ in _TWO_D_ONLY:
+    for pattern, replacement, _ in _rules_for(code):
         new = pattern.sub(lambda m, r=replacement: r(m, context), new)  # type: ignore[misc]
     return new if new != code else None
 
@@ -771,7 +783,7 @@ def two_d_only(line: str, context: Context) -> list[str]:
     to write instead."""
     code, _ = _split_comment(line)
     return [why.format(match.group(0), replacement(match, context))
-            for pattern, replacement, why in _TWO_D_ONLY
+            for pattern, replacement, why in _rules_for(code)
             for match in [pattern.search(code)] if match]
 
 

@@ -24,7 +24,26 @@ CASES = [
     (edits.complement_mask, NUMPY, "m = ~np.tril(ones, k=m - n)", "m = np.tril(ones, k=m - n)"),
     (edits.values_unrotated, NUMPY, "q, k, v = f(q, t), f(k, t), f(v, t)", "q, k = f(q, t), f(k, t)"),
     (edits.new_array, NUMPY, "Q /= np.sqrt(d_k)", "Q = Q / np.sqrt(d_k)"),
+    (edits.last_two_axes, NUMPY, "s = np.dot(Q, K.T) / np.sqrt(Q.shape[1])",
+     "s = np.matmul(Q, K.swapaxes(-1, -2)) / np.sqrt(Q.shape[-1])"),
+    (edits.last_two_axes, NUMPY, "return e / e.sum(axis=1, keepdims=True)",
+     "return e / e.sum(axis=-1, keepdims=True)"),
+    # where whole arrays are put or taken, the axis is left as written
+    (edits.last_two_axes, NUMPY, "out = np.concatenate(heads, axis=1) @ W_o.T",
+     "out = np.concatenate(heads, axis=1) @ W_o.swapaxes(-1, -2)"),
 ]
+
+
+def test_a_fix_sentence_speaks_the_framework_and_the_students_names() -> None:
+    sentence = "Block: `np.where(mask, scores, -np.inf)`, then `e.sum(axis=-1, keepdims=True)`."
+    assert edits.in_dialect(sentence, "numpy") == sentence
+    assert edits.in_dialect(sentence, "torch", {"mask": "attn_mask"}) == (
+        "Block: `torch.where(attn_mask, scores, float('-inf'))`, then "
+        "`e.sum(dim=-1, keepdim=True)`.")
+    assert "tf.reduce_sum(e, axis=-1, keepdims=True)" in edits.in_dialect(sentence, "tf")
+    assert "jnp.where(mask, scores, -jnp.inf)" in edits.in_dialect(sentence, "jax")
+    # the student's Q is SPEC's K and the other way round: renamed at once, not one by one
+    assert edits.in_dialect("`Q @ K.T`", "numpy", {"Q": "K", "K": "Q"}) == "`K @ Q.T`"
 
 
 @pytest.mark.parametrize(("rewrite", "context", "line", "fixed"), CASES,
