@@ -117,6 +117,11 @@ class GraderError:
             raise ValueError(f"unknown error kind {self.kind!r}")
 
 
+def line_words(cell: int | None, line: int) -> str:
+    """"line 7", or in a notebook "code cell 3, line 7" (every view says a place so)."""
+    return f"code cell {cell}, line {line}" if cell else f"line {line}"
+
+
 @dataclass(frozen=True)
 class SourcePlace:
     """A line of the submission: the notebook cell (None for a .py file), the line in it, its

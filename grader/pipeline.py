@@ -206,7 +206,7 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
             for c in spec.rubric()["checks"] if c["id"] not in decided]
     return build(assignment=spec.id, status="graded", score=score,
                  max_score=max_score(spec, probes),
-                 conventions=spec.interface.conventions() | {f"task:{spec.task.name}"},
+                 conventions=spec.wording_terms(),
                  findings=findings, checks=checks, errors=errors, metadata=metadata,
                  divergence=divergence).to_dict()
 

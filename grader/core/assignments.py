@@ -50,6 +50,11 @@ class Assignment:
     def interface(self) -> registry.Interface:
         return self.info.interface
 
+    def wording_terms(self) -> frozenset[str]:
+        """The terms a catalogue row is worded in for this assignment (``catalogue.wording``):
+        its course's conventions, and its task."""
+        return frozenset(self.interface.conventions() | {f"task:{self.task.name}"})
+
     def calling(self) -> dict[str, Any] | None:
         """How the child calls the submission: None for SPEC's own interface, else the course's
         interface and the task (see ``grader/sandbox/interface.py``)."""

@@ -133,7 +133,7 @@ def _sentence(row: catalogue.Misconception, assignment: Assignment, probe: Probe
               recipe: Recipe) -> str:
     """The row's evidence sentence with this probe's sizes (never a template's braces)."""
     fields = {**assignment.task.evidence_fields(probe, recipe), "input": "an input"}
-    conventions = assignment.interface.conventions() | {f"task:{assignment.task.name}"}
+    conventions = assignment.wording_terms()
     try:
         return catalogue.wording(row.id, conventions).fingerprint.format(**fields)
     except (KeyError, IndexError, ValueError):

@@ -27,7 +27,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from grader.core.assignments import Assignment
-from grader.model import Array, CallOutcome, Finding, Probe, SourcePlace, TracedValue
+from grader.model import (
+    Array,
+    CallOutcome,
+    Finding,
+    Probe,
+    SourcePlace,
+    TracedValue,
+    line_words,
+)
 from reference import catalogue, edits
 
 #: scores at or below this are "blocked" whatever the fill value (-inf, -1e9, finfo.min)
@@ -132,8 +140,7 @@ def located(finding: Finding, assignment: Assignment, probes: Sequence[Probe],
         return _where_batches_fail(assignment, probes, outcomes, finding, sources)
     thrown = _thrown_away_before(place, sources) if place is not None else None
     if thrown is not None:  # the step may be written, its result never kept: say so first
-        row_fix = catalogue.wording(finding.id, assignment.interface.conventions()
-                                    | {f"task:{assignment.task.name}"}).fix
+        row_fix = catalogue.wording(finding.id, assignment.wording_terms()).fix
         return dataclasses.replace(finding, place=place, fix=f"{thrown} {row_fix}")
     return dataclasses.replace(finding, place=place)
 
@@ -151,9 +158,8 @@ def _thrown_away_before(place: SourcePlace, sources: Sequence[str]) -> str | Non
     """A sentence on a statement just above the quoted line, in the same function, that computes
     a new array and keeps nothing (``x.transpose(1, 2)`` alone on its line), or None."""
     source = sources[(place.cell or 1) - 1] if sources else ""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
+    tree = _parsed(source)
+    if tree is None:
         return None
     for node in ast.walk(tree):
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not (
@@ -197,11 +203,6 @@ def in_the_submissions_words(findings: list[Finding], assignment: Assignment,
     return [dataclasses.replace(f, dialect=edits.dialect(f.place.code if f.place else "", whole),
                                 names=names)
             for f in findings]
-
-
-def line_words(cell: int | None, line: int) -> str:
-    """"line 7", or in a notebook "code cell 3, line 7"."""
-    return f"code cell {cell}, line {line}" if cell else f"line {line}"
 
 
 #: what a quoted line computes when nothing uses it (``_unused``)
@@ -315,10 +316,8 @@ def _unused(place: Place, sources: Sequence[str]) -> SourcePlace | None:
 def _function_lines(cell: int | None, sources: Sequence[str]) -> list[SourcePlace]:
     """Every line inside a function of the quoted file or cell (the code that runs when it is
     called), quoted; a line outside functions runs only once, on loading."""
-    source = sources[(cell or 1) - 1] if sources else ""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = _parsed(sources[(cell or 1) - 1] if sources else "")
+    if tree is None:
         return []
     inside = sorted({line for node in ast.walk(tree)
                      if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -462,19 +461,28 @@ def student_names(assignment: Assignment, sources: Sequence[str]) -> dict[str, s
     return dict(zip(assignment.arg_names, parameter_names(sources, assignment.function)))
 
 
+@functools.lru_cache(maxsize=8)  # a report reads one source several times: parsed once
+def _parsed(source: str) -> ast.Module | None:
+    """The submission's source parsed, or None when Python cannot parse it within the grader's
+    memory (a crafted notebook)."""
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+
+
 def parameter_names(sources: Sequence[str], function: str) -> tuple[str, ...]:
     """The parameters of the submission's function ``function`` as it names them (the last
     definition wins, as when the code runs); () when it is not a plain function."""
     return _parameter_names(tuple(sources), function)
 
 
-@functools.lru_cache(maxsize=16)  # asked once per line a report fixes: parsed once
+@functools.lru_cache(maxsize=16)  # asked once per line a report fixes
 def _parameter_names(sources: tuple[str, ...], function: str) -> tuple[str, ...]:
     found: tuple[str, ...] = ()
     for source in sources:
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError, MemoryError, RecursionError):
+        tree = _parsed(source)
+        if tree is None:
             continue
         for node in tree.body:
             if isinstance(node, ast.FunctionDef) and node.name == function:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from grader.model import line_words
+
 #: how scoring says a check failed because calls failed, not because of the values
 CALL_FAILURES = ("the call failed (", "the call on test input", "calls returned a numeric array")
 
@@ -50,8 +52,7 @@ def place(item: dict[str, Any]) -> str | None:
 
 def _line(location: dict[str, Any]) -> str:
     """"line 7", or in a notebook "code cell 3, line 7"."""
-    return (f"code cell {location['cell']}, line {location['line']}" if location.get("cell")
-            else f"line {location['line']}")
+    return line_words(location.get("cell"), location["line"])
 
 
 def literal_fixes(item: dict[str, Any]) -> list[tuple[str, list[str]]]:
