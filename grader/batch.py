@@ -161,12 +161,8 @@ class Job:
 #: worth of grading), under the name students import them by
 SLOW_IMPORTS = {"scipy": "scipy.special", "torch": "torch", "tensorflow": "tensorflow",
                 "jax": "jax"}
-#: a library in the fork server makes every fork slower (scipy doubles its cost, about 4 ms a
-#: run), so a worker's server imports one only once at least one submission in this many of the
-#: worker's does, and two in all: a class that uses it often pays for it once, a class where one
-#: student does pays nothing for it
-WARM_SHARE = 25
-_imported: collections.Counter[str] = collections.Counter()
+#: how many of this worker's submissions imported each slow library so far
+_importers: collections.Counter[str] = collections.Counter()
 _IMPORTS_SLOW = re.compile(r"(?:^|[\s\"';])(?:from|import)\s+(" + "|".join(SLOW_IMPORTS)
                            + r")\b", re.MULTILINE)
 
@@ -186,14 +182,13 @@ def slow_imports(files: Sequence[Path]) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def worth_warming(imports: tuple[str, ...]) -> tuple[str, ...]:
-    """Count one more submission of this worker, which imports ``imports``; return the slow
-    libraries common enough in the worker's submissions so far to import in its fork server."""
-    _imported["(submissions)"] += 1
-    _imported.update(imports)
-    seen = _imported["(submissions)"]
-    return tuple(name for name in SLOW_IMPORTS.values()
-                 if _imported[name] >= 2 and _imported[name] * WARM_SHARE >= seen)
+def worth_a_server(imports: tuple[str, ...]) -> tuple[str, ...]:
+    """Count one more submission of this worker, which imports ``imports``; return those of
+    them a server should import for it: the ones a submission before it imported too. The
+    first student pays the import in their own run; from the second on, a server imports it
+    once (about one run's worth) and forks them all."""
+    _importers.update(imports)
+    return tuple(name for name in imports if _importers[name] >= 2)
 
 
 def grade_entry(job: Job) -> dict[str, Any]:
@@ -205,11 +200,9 @@ def grade_entry(job: Job) -> dict[str, Any]:
     # the fork server imports the course's framework once, not every fork (a torch class
     # paid torch's import for every student), and a slow library many students import too
     framework = registry.get(job.assignment).interface.arrays
-    warm = worth_warming(slow_imports(entry.files))
     if framework in registry.FRAMEWORK_PACKAGES:
-        warm += (framework,)
-    if warm:
-        sandbox.warm_frameworks(warm)
+        sandbox.warm_frameworks((framework,))
+    sandbox.fork_from(worth_a_server(slow_imports(entry.files)))
     report = grade_best_of(entry.files, assignment=job.assignment, seed=job.seed,
                            limits=job.limits, label=entry.student)
     report["metadata"].update(student=entry.student, batch_key=job.key,

@@ -324,11 +324,11 @@ def test_a_batch_leaves_nothing_in_the_temporary_folder(tmp_path: Path) -> None:
     assert list(temporary.iterdir()) == []
 
 
-def test_a_slow_library_many_students_import_is_imported_once_by_the_fork_server(
+def test_a_slow_library_two_students_import_is_imported_once_by_a_server_of_its_own(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Once scipy is common among a worker's submissions, its fork server imports it too, so
-    the students after that do not pay for the import; one student alone does not make every
-    fork slower; the reports are the same either way."""
+    """From the second student who imports scipy on, a worker forks them from a second server
+    that has imported it once, so they do not pay for the import; the lean server never loads
+    it (it would make every other student's fork slower); the reports are the same either way."""
     pytest.importorskip("scipy")
     import collections
 
@@ -337,25 +337,34 @@ def test_a_slow_library_many_students_import_is_imported_once_by_the_fork_server
     from grader.config import Limits
     from grader.sandbox import forkserver
 
-    monkeypatch.setattr(batch, "_imported", collections.Counter({"(submissions)": 30}))
-    student = tmp_path / "ada"
-    student.mkdir()
-    shutil.copy(SUBMISSIONS / "attention" / "correct_logsumexp_tuple.py",
-                student / "attention.py")
-    files = (student / "attention.py",)
-    assert slow_imports(files) == ("scipy.special",)
-    job = Job(Entry("ada", files), "attention", 0, Limits())
+    monkeypatch.setattr(batch, "_importers", collections.Counter())
+    monkeypatch.setattr(forkserver, "_libraries", ())
+    folders = {}
+    for name, fixture in (("ada", "correct_logsumexp_tuple.py"), ("bea", "correct_matmul.py")):
+        folders[name] = tmp_path / name
+        folders[name].mkdir()
+        shutil.copy(SUBMISSIONS / "attention" / fixture, folders[name] / "attention.py")
+    ada, bea = (Job(Entry(name, (folders[name] / "attention.py",)), "attention", 0, Limits())
+                for name in ("ada", "bea"))
+    assert slow_imports(ada.entry.files) == ("scipy.special",)
+    assert slow_imports(bea.entry.files) == ()
+
+    def loaded(server: forkserver.ForkServer) -> bool:
+        return "/scipy/" in Path(f"/proc/{server.process.pid}/maps").read_text()
+
     sandbox.use_fork_server(True)
     try:
-        reports = [grade_entry(job)]
-        server = forkserver.current()
-        assert server is not None and "scipy.special" not in server.frameworks  # one in 31
-        reports.append(grade_entry(job))  # two in 32: common enough
-        assert "scipy.special" in server.frameworks
-        reports.append(grade_entry(job))
-        maps = Path(f"/proc/{server.process.pid}/maps").read_text()
-        assert "scipy" in maps  # the server itself has it loaded: its forks inherit it
-        assert server is forkserver.current()  # warmed in place, not restarted
+        reports = [grade_entry(ada)]
+        lean = forkserver.current()
+        assert lean is not None and not loaded(lean)  # one student: pays the import alone
+        reports.append(grade_entry(ada))  # the second: forked from a server that has it
+        with_scipy = forkserver.current()
+        assert with_scipy is not None and with_scipy is not lean and loaded(with_scipy)
+        reports.append(grade_entry(ada))
+        assert forkserver.current() is with_scipy  # imported once, not restarted
+        other = grade_entry(bea)
+        assert forkserver.current() is lean and not loaded(lean)
     finally:
         sandbox.use_fork_server(False)
+    assert other["score"] == other["max_score"]
     assert {r["score"] for r in reports} == {reports[0]["max_score"]}

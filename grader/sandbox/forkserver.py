@@ -18,6 +18,8 @@ from typing import Any
 from grader.sandbox.processes import child_environment
 
 WORKER = Path(__file__).with_name("worker.py")
+#: how long a server may take to import its libraries before it forks (torch on a busy machine)
+IMPORTS_SECONDS = 120.0
 
 
 class ForkServer:
@@ -49,6 +51,8 @@ class ForkServer:
         #: did its last run enter a pid namespace of its own? (then the next run's clean-up
         #: need not know which processes were here before it)
         self.contains_runs = False
+        #: is it importing libraries before its next fork? (then that fork may take long)
+        self.importing = bool(frameworks)
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -79,7 +83,9 @@ class ForkServer:
 
         request = {"op": "spawn", "cwd": str(cwd), "env": env, "forbidden_roots": forbidden_roots}
         socket.send_fds(self.socket, [json.dumps(request).encode()], list(fds))
-        return int(self._until("spawned", 10.0)["pid"])
+        spawned = self._until("spawned", IMPORTS_SECONDS if self.importing else 10.0)
+        self.importing = False
+        return int(spawned["pid"])
 
     def wait(self, pid: int, timeout: float) -> int | None:
         deadline = time.monotonic() + timeout
@@ -97,6 +103,7 @@ class ForkServer:
         """Have the server import ``names`` before it forks again (not awaited: requests are
         handled in order)."""
         self.frameworks = names
+        self.importing = True
         with contextlib.suppress(OSError):
             self.socket.send(json.dumps({"op": "warm", "names": list(names)}).encode())
 
@@ -129,10 +136,15 @@ class Forked:
         return code
 
 
-_fork_server: ForkServer | None = None
 _use_fork_server = False
-#: the frameworks the server imports before forking (a course's torch, TensorFlow or JAX)
+#: the frameworks every server imports before forking (a course's torch, TensorFlow or JAX)
 _frameworks: tuple[str, ...] = ()
+#: slow libraries that only the second server imports, for the students who import them
+_libraries: tuple[str, ...] = ()
+#: the servers of this process: the lean one (False) and the one with ``_libraries`` (True)
+_servers: dict[bool, ForkServer] = {}
+#: do the coming runs fork from the server with the slow libraries?
+_with_libraries = False
 
 
 def in_use() -> bool:
@@ -152,24 +164,42 @@ def start() -> None:
     current()
 
 
+def _imports(with_libraries: bool) -> tuple[str, ...]:
+    return _frameworks + _libraries if with_libraries else _frameworks
+
+
+def _warm_alive() -> None:
+    for with_libraries, server in _servers.items():
+        if server.alive() and server.frameworks != _imports(with_libraries):
+            server.warm(_imports(with_libraries))
+
+
 def warm_frameworks(names: tuple[str, ...]) -> None:
-    """Have the server import these frameworks once, before its next fork (and every server
+    """Have every server import these frameworks once, before its next fork (and every server
     started later, first thing)."""
     global _frameworks
-    wanted = tuple(sorted(set(_frameworks) | set(names)))
-    if wanted != _frameworks:
-        _frameworks = wanted
-        if _fork_server is not None and _fork_server.alive():
-            _fork_server.warm(wanted)
+    _frameworks = tuple(sorted(set(_frameworks) | set(names)))
+    _warm_alive()
+
+
+def fork_from(libraries: tuple[str, ...]) -> None:
+    """Fork the coming runs from a server that has imported ``libraries`` too (slow libraries
+    the submission imports), or from the lean server when there are none. A library loaded in
+    a server makes every fork of it slower (scipy doubles a fork's cost), so only the students
+    who import one are forked from the server that has it; it imports each once."""
+    global _libraries, _with_libraries
+    _with_libraries = bool(libraries)
+    _libraries = tuple(sorted(set(_libraries) | set(libraries)))
+    _warm_alive()
 
 
 def current() -> ForkServer | None:
-    global _fork_server
     if not _use_fork_server:
         return None
-    if _fork_server is None or not _fork_server.alive():
-        if _fork_server is not None:
-            _fork_server.close()
-        _fork_server = ForkServer(_frameworks)
-        atexit.register(_fork_server.close)
-    return _fork_server
+    server = _servers.get(_with_libraries)
+    if server is None or not server.alive():
+        if server is not None:
+            server.close()
+        server = _servers[_with_libraries] = ForkServer(_imports(_with_libraries))
+        atexit.register(server.close)
+    return server
