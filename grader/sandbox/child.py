@@ -3,6 +3,7 @@ submission and its confinement, then read frame by frame with deadlines."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import select
@@ -107,15 +108,30 @@ class Child:
         self.send(wire.encode(setup))
 
     def send(self, data: bytes) -> None:
-        def write_all() -> None:
-            view = memoryview(data)
+        """Write ``data`` to the child without waiting on it: what the pipe takes now is
+        written here, the rest by a thread (a child that stops reading blocks only that)."""
+        view = memoryview(data)
+        try:
+            os.set_blocking(self.request_write, False)
+            view = view[os.write(self.request_write, view):]
+        except BlockingIOError:
+            pass
+        except OSError:
+            return
+        finally:
+            with contextlib.suppress(OSError):
+                os.set_blocking(self.request_write, True)
+        if not view:
+            return
+
+        def write_rest(rest: memoryview) -> None:
             try:
-                while view:
-                    view = view[os.write(self.request_write, view):]
+                while rest:
+                    rest = rest[os.write(self.request_write, rest):]
             except OSError:
                 pass
 
-        threading.Thread(target=write_all, daemon=True).start()
+        threading.Thread(target=write_rest, args=(view,), daemon=True).start()
 
     def next_frame(self, deadline: float) -> tuple[dict[str, Any], bytes] | None:
         """The next frame of this run; None on timeout; EOFError when the child is gone."""
