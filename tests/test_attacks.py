@@ -640,6 +640,31 @@ def test_a_correct_submission_may_write_in_its_own_folder(tmp_path: Path) -> Non
     assert report["errors"] == [] and report["score"] == report["max_score"]
 
 
+def test_the_next_run_finds_nothing_of_the_run_before(tmp_path: Path) -> None:
+    """A run leaves files in its folder and its /tmp and prints a secret; the next run of the
+    same process (whose folder may be the same, when nothing of the first was written in it)
+    finds none of them, and its report shows none of the first run's output."""
+    leave = textwrap.dedent("""\
+        import os, tempfile
+        open("left-behind.txt", "w").write("ANSWERS")
+        open(os.path.join(tempfile.gettempdir(), "left-in-tmp.txt"), "w").write("ANSWERS")
+        print("FIRST-RUN-SECRET")
+        """)
+    look = textwrap.dedent("""\
+        import os, tempfile
+        print("here:", sorted(os.listdir(".")), sorted(os.listdir(tempfile.gettempdir())))
+        """)
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+    first = _grade(tmp_path / "first", leave + CORRECT)
+    _isolated(first)
+    assert "FIRST-RUN-SECRET" in first["metadata"].get("stdout", "")
+    second = _grade(tmp_path / "second", look + CORRECT)
+    seen = second["metadata"].get("stdout", "")
+    assert "here:" in seen and "left-" not in seen and "FIRST-RUN-SECRET" not in seen, seen
+    assert second["score"] == second["max_score"]
+
+
 def test_a_run_cannot_signal_or_read_a_concurrent_run(tmp_path: Path, mode: str) -> None:
     """Two gradings at once (as ``--jobs 2`` has): the second looks for the first's worker,
     reads its /proc entries and kills it."""

@@ -65,6 +65,9 @@ class Child:
         #: the run's processes are all inside a pid namespace of its own (its child said so
         #: before any student code ran): killing its first process ends every one of them
         self.contained = False
+        #: it has a root of its own, its working directory a file system of its own inside it
+        #: (its child said so before any student code ran): it writes nothing in the run's folder
+        self.own_root = False
         self.spared: set[int] | None = None
         if self.server is not None:
             self.marker = secrets.token_hex(8)
@@ -169,6 +172,7 @@ class Child:
     def confined_as(self, layers: list[str]) -> None:
         """What the child said of its layers, before any student code ran."""
         self.contained = "pid-namespace" in layers
+        self.own_root = "read-only-root" in layers
         if self.server is not None:
             self.server.contains_runs = self.contained
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -23,7 +22,7 @@ from grader.model import CallOutcome, GraderError, Probe, RunInfo, Submission, T
 from grader.sandbox import forkserver, wire
 from grader.sandbox.child import Child
 from grader.sandbox.processes import become_subreaper, boot_ticks, reap_zombies, remove_leftovers
-from grader.sandbox.spawn import take_head_start
+from grader.sandbox.spawn import done_with_base, take_head_start
 
 OUTPUT_EXCERPT_BYTES = 4096
 REFUSED_MESSAGE = (
@@ -252,6 +251,7 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
     outcomes: dict[int, CallOutcome] = {}
     tripped: list[str] = []
     uids: list[int] = []  # each child's own unprivileged user (as root)
+    untouched = limits.disk_mb > 0  # the run's folder: no child wrote in it (so far)
     starved: set[int] = set()  # calls the wall-clock backstop stopped once: tried again
     try:
         planned: CallPlan | None = None
@@ -272,6 +272,7 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
                                  limits, budget, starved, first=attempt == 0)
             finally:
                 child.stop()
+                untouched = untouched and child.own_root
             attempt += 1
             if planned is None or len(outcomes) == len(planned.probes):
                 break
@@ -307,7 +308,7 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
         probes = planned.probes if planned else []
         return info, [outcomes[i] for i in range(len(probes))]
     finally:
-        shutil.rmtree(base, ignore_errors=True)
+        done_with_base(base, untouched=untouched)
 
 
 def _next_calls(planned: CallPlan | None, outcomes: dict[int, CallOutcome],

@@ -56,8 +56,18 @@ def spawn_worker(workdir: Path, stdout_path: Path) -> Spawned:
     return Spawned(process, request_write, result_read, marker, spared)
 
 
+#: the folder of a finished run that nothing of the run touched, for this process's next run
+#: (with the pid it is for: a process forked from this one, a pool worker, inherits the name)
+_spare_base: tuple[int, Path] | None = None
+
+
 def new_base() -> Path:
     """A run's private folder: ``work`` (the child's), ``log`` (its output) and ``root``."""
+    global _spare_base
+    if _spare_base is not None:
+        (owner, base), _spare_base = _spare_base, None
+        if owner == os.getpid() and base.is_dir():
+            return base
     base = Path(tempfile.mkdtemp(prefix="attention-grader-"))
     for folder in ("work", "log", "root"):
         (base / folder).mkdir(mode=0o700)
@@ -65,6 +75,47 @@ def new_base() -> Path:
     # directory by its absolute path (Python's import system, tempfile), and nothing else here
     base.chmod(0o711)
     return base
+
+
+def done_with_base(base: Path, *, untouched: bool) -> None:
+    """Remove a finished run's folder, or, when ``untouched`` (each of the run's children had
+    a root and a working directory of its own, so it wrote nothing here), keep it for the next
+    run of this process: creating and removing folders costs a run more than a millisecond on
+    a busy ext4. Its log files go either way: a dying process may still hold one."""
+    global _spare_base
+    if untouched and (_spare_base is None or _spare_base[0] != os.getpid()):
+        try:
+            for path in (base / "log").iterdir():
+                path.unlink()
+        except OSError:
+            pass
+        else:
+            _finalize_at_exit()
+            _spare_base = (os.getpid(), base)
+            return
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def _remove_spare_base() -> None:
+    global _spare_base
+    if _spare_base is not None and _spare_base[0] == os.getpid():
+        shutil.rmtree(_spare_base[1], ignore_errors=True)
+    _spare_base = None
+
+
+#: the process that registered its clean-up at exit (a fork registers its own)
+_finalizing_in: int | None = None
+
+
+def _finalize_at_exit() -> None:
+    """Remove the spare folder when this process ends: also a pool worker, which exits without
+    running ``atexit`` handlers (multiprocessing runs its own finalizers, here and there)."""
+    global _finalizing_in
+    if _finalizing_in != os.getpid():
+        import multiprocessing.util
+
+        multiprocessing.util.Finalize(None, _remove_spare_base, exitpriority=1)
+        _finalizing_in = os.getpid()
 
 
 _head_start: tuple[Path, Spawned] | None = None
