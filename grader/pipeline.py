@@ -132,8 +132,16 @@ class _Plan:
         from grader.core.assignments import get
 
         assignment = get(self.chosen)
-        self.probes = assignment.probes(self.seed)
-        return CallPlan(entry.function, self.probes, assignment.calling())
+        self.probes = probes = assignment.probes(self.seed)
+
+        def traces_for(outcomes: list[CallOutcome]) -> list[int]:
+            from grader.core.scoring import answers_as_the_reference
+
+            if answers_as_the_reference(assignment, probes, outcomes):
+                return []
+            return [i for i, probe in enumerate(probes) if probe.traced]
+
+        return CallPlan(entry.function, probes, assignment.calling(), traces_for)
 
 
 def grade_or_crashed(path: str | Path, *, assignment: str | None = None,

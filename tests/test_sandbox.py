@@ -414,3 +414,55 @@ def test_an_import_that_fails_inside_an_installed_package_is_not_a_missing_packa
     assert "not installed" not in json.dumps(report["errors"])
     absent = grade_source("import surely_not_a_package_here\n" + CORRECT, assignment="attention")
     assert [e["kind"] for e in absent["errors"]][0] == "missing-dependency"
+
+
+def _graded(tmp_path: Path, source: str) -> dict:
+    from grader import grade
+
+    path = tmp_path / "attention.py"
+    path.write_text(source)
+    return grade(path, assignment="attention", limits=FAST)
+
+
+BUGGY = (SUBMISSIONS / "attention" / "scale_by_dk.py").read_text()
+COUNTING = ("\n_counted = scaled_dot_product_attention\n\n"
+            "def scaled_dot_product_attention(Q, K, V, mask=None):\n"
+            "    print('.', end='', flush=True)\n"
+            "    return _counted(Q, K, V, mask)\n")
+
+
+def test_traced_reruns_are_made_only_when_a_report_may_quote_a_line(tmp_path: Path) -> None:
+    """The traced reruns come after the graded calls: none for code that answers as the
+    reference does (nothing to point at), every traced probe's for code with a mistake."""
+    from grader.core.assignments import get
+
+    probes = get("attention").probes()
+    graded_calls = sum(1 + bool(p.repeat) for p in probes)
+    # a traced rerun is the call (repeated too, if it is), then that call under the tracer
+    reruns = sum(2 + bool(p.repeat) for p in probes if p.traced)
+    correct = _graded(tmp_path, CORRECT + COUNTING)
+    assert correct["score"] == correct["max_score"]
+    assert correct["metadata"]["stdout"].count(".") == graded_calls
+    buggy = _graded(tmp_path, BUGGY + COUNTING)
+    assert [f["id"] for f in buggy["misconceptions"]] == ["scale-by-dk"]
+    assert buggy["metadata"]["stdout"].count(".") == graded_calls + reruns
+    assert buggy["misconceptions"][0].get("location"), buggy["misconceptions"][0]
+
+
+def test_what_happens_in_the_traced_reruns_changes_no_outcome(tmp_path: Path) -> None:
+    """Code that behaves well for the graded calls and then hangs (or dies) when the traced
+    reruns come keeps its score and its findings; it only loses the quoted line."""
+    from grader.core.assignments import get
+
+    graded_calls = sum(1 + bool(p.repeat) for p in get("attention").probes())
+    plain = _graded(tmp_path, BUGGY)
+    for afterwards in ("while True:\n            pass", "os._exit(3)", "raise SystemExit(1)"):
+        late = _graded(tmp_path, BUGGY + (
+            "\nimport os\n_calls = [0]\n_graded = scaled_dot_product_attention\n\n"
+            "def scaled_dot_product_attention(Q, K, V, mask=None):\n"
+            "    _calls[0] += 1\n"
+            f"    if _calls[0] > {graded_calls}:\n"
+            f"        {afterwards}\n"
+            "    return _graded(Q, K, V, mask)\n"))
+        assert (late["score"], late["errors"]) == (plain["score"], plain["errors"]), afterwards
+        assert [f["id"] for f in late["misconceptions"]] == [f["id"] for f in plain["misconceptions"]]

@@ -53,6 +53,23 @@ def probe_mismatch(probe: Probe, outcome: CallOutcome, reference: Outputs) -> st
                             what="returned weights")
 
 
+def answers_as_the_reference(assignment: Assignment, probes: Sequence[Probe],
+                             outcomes: Sequence[CallOutcome]) -> bool:
+    """Did every call (diagnosis-only ones too) return what the reference does, the same
+    again when repeated, and leave its inputs as they were? Then no mistake can be named, no
+    report quotes a line, and the traced reruns that would choose one are not needed."""
+    if assignment.task.read_outputs is not None:
+        outcomes = assignment.task.read_outputs(outcomes)
+    for probe, outcome in zip(probes, outcomes):
+        if probe_mismatch(probe, outcome, assignment.reference_on(probe)):
+            return False
+        again, output = outcome.repeat_output, outcome.output
+        if again is not None and output is not None and not np.array_equal(
+                again, output, equal_nan=True):
+            return False
+    return first_mutated_input(assignment.arg_names, probes, outcomes) is None
+
+
 def _shape_text(assignment: Assignment, probe: Probe) -> str:
     parts = []
     for name, value in zip(assignment.arg_names, probe.args):

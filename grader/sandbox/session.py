@@ -9,6 +9,7 @@ behind) and a new one continues with the remaining probes, within the total budg
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import threading
@@ -47,11 +48,14 @@ Planner = Callable[[RunInfo], "CallPlan | tuple[str, Sequence[Probe]] | None"]
 
 class CallPlan(NamedTuple):
     """What to call on which probes; ``interface`` (the course's, with its ``task``) when the
-    function is called through one (see ``interface.py``)."""
+    function is called through one (see ``interface.py``). ``traces_for``, given every call's
+    outcome, says which of the traced probes to run again under the tracer (None: all): the
+    reruns cost more than the calls, and only a report that quotes a line needs them."""
 
     function: str
     probes: Sequence[Probe]
     interface: dict[str, Any] | None = None
+    traces_for: Callable[[list[CallOutcome]], Sequence[int]] | None = None
 
 
 KNOWN_LAYERS = ("pid-namespace", "mount-namespace", "network-namespace", "ipc-namespace",
@@ -106,8 +110,6 @@ def _outcome(probe: Probe, header: dict[str, Any], blob: bytes) -> CallOutcome:
     inputs = tuple(arrays[k] for k in sorted((k for k in arrays if k.startswith("input:")),
                                              key=lambda k: int(k.split(":")[1])))
     seconds = header.get("seconds")
-    traced = (_traced_values(header.get("trace"), arrays)
-              if probe.traced and _traced_run_agrees(arrays) else ())
     return CallOutcome(
         probe.id,
         output=arrays["output"],
@@ -115,18 +117,26 @@ def _outcome(probe: Probe, header: dict[str, Any], blob: bytes) -> CallOutcome:
         repeat_output=arrays.get("repeat"),
         inputs_after=inputs,
         seconds=float(seconds) if isinstance(seconds, (int, float)) else 0.0,
-        traced=traced,
     )
 
 
-def _traced_run_agrees(arrays: dict[str, Any]) -> bool:
-    """Did the traced rerun return what the graded call did? Code that notices the tracer and
-    computes something else (a decoy line) must not choose the line a report quotes."""
+def _rerun_traced(probe: Probe, header: dict[str, Any], blob: bytes,
+                  graded: CallOutcome) -> tuple[TracedValue, ...]:
+    """The values of a traced rerun, if it returned what the graded call did: code that
+    notices the tracer and computes something else (a decoy line) must not choose the line a
+    report quotes."""
     import numpy as np
 
-    again, output = arrays.get("trace-output"), arrays["output"]
-    return (again is not None and again.shape == output.shape
-            and bool(np.array_equal(again, output, equal_nan=True)))
+    if header.get("status") != "ok" or graded.output is None:
+        return ()
+    limit = 16 * probe.size + 4096  # (as for a graded call's arrays: copied out, none huge)
+    arrays = {role: array.copy() for role, array in wire.decode_arrays(header, blob).items()
+              if role.startswith("trace") and array.size <= limit}
+    again = arrays.get("trace-output")
+    if again is None or again.shape != graded.output.shape or not np.array_equal(
+            again, graded.output, equal_nan=True):
+        return ()
+    return _traced_values(header.get("trace"), arrays)
 
 
 #: the name ``trace.py`` gives the entry of a line that changed an input in place
@@ -387,7 +397,7 @@ def _drive(child: Child, info: RunInfo, plan: Planner,
         planned = CallPlan(*made)
         remaining = list(range(len(planned.probes)))
     assert planned is not None
-    function, probes, calling = CallPlan(*planned)
+    function, probes, calling, _ = CallPlan(*planned)
     child.send(wire.encode_calls(function, [probes[i] for i in remaining], calling))
     for position, index in enumerate(remaining):
         try:
@@ -418,7 +428,42 @@ def _drive(child: Child, info: RunInfo, plan: Planner,
             outcomes[index] = CallOutcome(probes[index].id, "crashed",
                                           f"the submission broke the result channel ({exc})")
             return planned
+    if len(outcomes) == len(probes):
+        _trace(child, CallPlan(*planned), outcomes, tripped, limits, budget)
     return planned
+
+
+def _trace(child: Child, planned: CallPlan, outcomes: dict[int, CallOutcome],
+           tripped: list[str], limits: Limits, budget: Budget) -> None:
+    """After every graded call: run the traced probes the plan wants again under the tracer,
+    in the same child. Their values may only choose the line a report quotes: whatever
+    happens here (an error, a hang, a broken frame) changes no outcome, only what was traced."""
+    function, probes, calling, traces_for = planned
+    answered = [outcomes[i] for i in range(len(probes))]
+    wanted = [i for i in (traces_for(answered) if traces_for else range(len(probes)))
+              if probes[i].traced and answered[i].ok]
+    if not wanted:
+        return
+    child.send(wire.encode_calls(function, [probes[i] for i in wanted], calling, trace=True))
+    position = 0
+    try:
+        while position < len(wanted):
+            frame = budget.wait(child, limits.call_seconds)
+            if isinstance(frame, str):
+                return
+            header, blob = frame
+            tripped.extend(_strings(header.get("tripped"), 10))
+            if header.get("type") == "done":  # (the graded calls')
+                continue
+            if header.get("type") != "result" or header.get("index") != position:
+                return
+            index = wanted[position]
+            traced = _rerun_traced(probes[index], header, blob, answered[index])
+            if traced:
+                outcomes[index] = dataclasses.replace(outcomes[index], traced=traced)
+            position += 1
+    except (EOFError, *MALFORMED):
+        return
 
 
 def _load_timeout_message(why: str, limits: Limits) -> str:

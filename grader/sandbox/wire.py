@@ -96,19 +96,22 @@ _encoded: dict[tuple[Any, ...], tuple[Sequence[Probe], bytes]] = {}
 
 
 def encode_calls(function: str, probes: Sequence[Probe],
-                 interface: dict[str, Any] | None = None) -> bytes:
-    key = (function, tuple(map(id, probes)), json.dumps(interface, sort_keys=True, default=str))
+                 interface: dict[str, Any] | None = None, *, trace: bool = False) -> bytes:
+    """The frame of these calls; ``trace``: each call of a traced probe is run again under the
+    tracer (``trace.py``), after it returns."""
+    key = (function, tuple(map(id, probes)), json.dumps(interface, sort_keys=True, default=str),
+           trace)
     kept = _encoded.get(key)
     if kept is None:
         if len(_encoded) >= 16:
             _encoded.clear()
         # (the probes are kept with their frame: their ids stay theirs while it is cached)
-        kept = _encoded[key] = (tuple(probes), _encode_calls(function, probes, interface))
+        kept = _encoded[key] = (tuple(probes), _encode_calls(function, probes, interface, trace))
     return kept[1]
 
 
 def _encode_calls(function: str, probes: Sequence[Probe],
-                  interface: dict[str, Any] | None) -> bytes:
+                  interface: dict[str, Any] | None, trace: bool) -> bytes:
     import numpy as np
 
     arrays: list[dict[str, Any]] = []
@@ -131,7 +134,7 @@ def _encode_calls(function: str, probes: Sequence[Probe],
             else:
                 specs.append({"value": arg})
         calls.append({"index": index, "args": specs, "repeat": probe.repeat,
-                      "trace": probe.traced})
+                      "trace": trace and probe.traced})
     header = {"type": "calls", "function": function, "calls": calls, "arrays": arrays,
               **(interface or {})}
     return encode(header, b"".join(chunks))

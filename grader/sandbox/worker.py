@@ -477,19 +477,20 @@ def serve(request_fd, result_fd):
     functions = defined_functions(module.__dict__)
     channel.send({"type": "loaded", "fatal": fatal, "errors": cell_errors,
                   "functions": functions, "tripped": list(tripped)})
-    try:
-        request, blob = wire.read_frame(request_fd)
-    except EOFError:
-        return
-    function = module.__dict__.get(request["function"])
-    for call in request["calls"]:
-        answer, parts = run_call(function, call, request["arrays"], blob,
-                                 request.get("interface"), request.get("task"))
-        headers, payload = pack(parts)
-        answer.update({"type": "result", "index": call["index"], "arrays": headers,
-                       "tripped": list(tripped)})
-        channel.send(answer, payload)
-    channel.send({"type": "done", "tripped": list(tripped)})
+    while True:  # the graded calls, then (when the grader asks) the traced reruns
+        try:
+            request, blob = wire.read_frame(request_fd)
+        except EOFError:
+            return
+        function = module.__dict__.get(request["function"])
+        for call in request["calls"]:
+            answer, parts = run_call(function, call, request["arrays"], blob,
+                                     request.get("interface"), request.get("task"))
+            headers, payload = pack(parts)
+            answer.update({"type": "result", "index": call["index"], "arrays": headers,
+                           "tripped": list(tripped)})
+            channel.send(answer, payload)
+        channel.send({"type": "done", "tripped": list(tripped)})
 
 
 if __name__ == "__main__":
