@@ -79,8 +79,15 @@ def _syscall_number(name):
     return number
 
 
+_libc_handle = []
+
+
 def _libc():
-    return ctypes.CDLL(None, use_errno=True)
+    """The C library, loaded once (in the fork server, before it forks: each fork then finds
+    its functions already looked up)."""
+    if not _libc_handle:
+        _libc_handle.append(ctypes.CDLL(None, use_errno=True))
+    return _libc_handle[0]
 
 
 def _check(result, what):
@@ -126,11 +133,12 @@ _shared_paths: dict = {}
 def shared_paths(forbidden_roots):
     """``readable_paths`` and those of them to mount (none inside another): the same for every
     run of one grader, so the fork server works them out once and its forks inherit them."""
-    key = tuple(os.path.realpath(p) for p in forbidden_roots)
-    if key not in _shared_paths:
+    asked = tuple(forbidden_roots)
+    if asked not in _shared_paths:
+        key = tuple(os.path.realpath(p) for p in asked)
         readable = readable_paths(key)
-        _shared_paths[key] = (readable, _without_nested(readable))
-    return _shared_paths[key]
+        _shared_paths[asked] = (readable, _without_nested(readable))
+    return _shared_paths[asked]
 
 
 def _without_nested(paths):
@@ -615,6 +623,9 @@ def warm(own_pid):
     for deny_ipc in (False, True):
         seccomp_program(([], []), deny_ipc)
         seccomp_program(ancestors(start=own_pid), deny_ipc)
+    libc = _libc()
+    for name in ("unshare", "mount", "umount2", "syscall", "prctl"):
+        getattr(libc, name)  # (looked up once, here)
 
 
 # -- all together -----------------------------------------------------------------------------

@@ -66,7 +66,7 @@ def serve_forks(control_fd, serve, apply_limits, prepare=None):
                 prepare(request)
             pid = os.fork()
             if pid == 0:
-                _forked_run(control, request, fds, serve)
+                _forked_run(control, request, fds, serve, libc)
             for fd in fds:
                 os.close(fd)
             running.add(pid)
@@ -101,7 +101,7 @@ def _reap_others(running):
             return
 
 
-def _forked_run(control, request, fds, serve):
+def _forked_run(control, request, fds, serve, libc):
     """In the fork: become a fresh session with the run's fds, directory and environment."""
     try:
         control.close()
@@ -119,7 +119,7 @@ def _forked_run(control, request, fds, serve):
         os.chdir(request["cwd"])
         # dumpable again (the server is not) until confinement: a user namespace's id maps are
         # written through our /proc entries, which are root's in a process that is not
-        ctypes.CDLL(None, use_errno=True).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
+        libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
         os.environ.clear()
         os.environ.update(request["env"])
         serve(request_fd, result_fd)
