@@ -79,7 +79,7 @@ def _syscall_number(name):
     return number
 
 
-_libc_handle = []
+_libc_handle: list = []
 
 
 def _libc():

@@ -107,8 +107,12 @@ def _outcome(probe: Probe, header: dict[str, Any], blob: bytes) -> CallOutcome:
                            f"returned an array of shape {tuple(too_big.shape)}, far larger than "
                            "any answer for these inputs")
     arrays = {role: array.copy() for role, array in arrays.items()}
-    inputs = tuple(arrays[k] for k in sorted((k for k in arrays if k.startswith("input:")),
-                                             key=lambda k: int(k.split(":")[1])))
+    import numpy as np
+
+    # the child sends back only the inputs the call changed; the others are the probe's own
+    originals = list({id(a): a for a in probe.args if isinstance(a, np.ndarray)}.values())
+    inputs = tuple(arrays.get(f"input:{position}", original)
+                   for position, original in enumerate(originals))
     seconds = header.get("seconds")
     return CallOutcome(
         probe.id,

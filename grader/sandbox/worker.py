@@ -385,8 +385,12 @@ def run_call(function, call, arrays, blob, spec=None, task=None):
             message = f"the function called sys.exit({exc.code!r})"
         return {"status": error_kind(exc), "message": message}, []
     seconds = _perf() - started
-    for index, array in sorted(made.items()):
-        parts.append((f"input:{index}", _plain_array(array)))
+    for position, (index, array) in enumerate(sorted(made.items())):
+        meta = arrays[index]
+        if (array.shape == tuple(meta["shape"]) and array.dtype.str == meta["dtype"]
+                and array.tobytes() == blob[meta["offset"]: meta["offset"] + meta["nbytes"]]):
+            continue  # left as it came: the grader has it already
+        parts.append((f"input:{position}", _plain_array(array)))
     answer = {"status": "ok", "seconds": seconds}
     if call.get("trace") and seconds < TRACE_ONLY_BELOW_SECONDS:
         answer["trace"] = trace_call(invoke, call, arrays, blob, parts)
