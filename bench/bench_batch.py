@@ -111,6 +111,13 @@ def main() -> None:
               f"{ratio:.2f}x floor (target {TARGET}x), {stats['submissions'] / stats['seconds']:.1f}"
               f"/s; worker peak {stats['worker_peak_rss_mb']:.0f} MB (target 150); "
               f"{stats['timeouts']} timed out, {stats['full_marks']} full marks  [{verdict}]")
+        if hanging:
+            # a hanging submission is given up after two calls that run out of time: it burns
+            # two call limits of CPU, whatever else the grader does
+            cores = min(arguments.jobs, os.cpu_count() or 1)
+            share = 2 * arguments.timeout * hanging / cores / stats["submissions"]
+            print(f"      of which the {hanging} hanging submissions' 2 call limits each: at "
+                  f"least {1000 * share:.1f} ms a submission = {share / floor:.2f}x floor")
 
 
 if __name__ == "__main__":
