@@ -197,8 +197,9 @@ def grade_entry(job: Job) -> dict[str, Any]:
     from grader.pipeline import grade_best_of
 
     entry = job.entry
-    # the fork server imports the course's framework once, not every fork (a torch class
-    # paid torch's import for every student), and a slow library many students import too
+    # the fork servers import the course's framework once, not every fork (a torch class
+    # paid torch's import for every student); a slow library two students import goes into
+    # a second server, which forks the students who import it
     framework = registry.get(job.assignment).interface.arrays
     if framework in registry.FRAMEWORK_PACKAGES:
         sandbox.warm_frameworks((framework,))

@@ -65,6 +65,17 @@ class Probe:
     def size(self) -> int:
         return sum(int(getattr(a, "size", 0)) for a in self.args if hasattr(a, "shape"))
 
+    def input_arrays(self) -> list[tuple[int, Array]]:
+        """The distinct input arrays, in argument order, each with the position of the first
+        argument that passes it (an array passed twice is one input)."""
+        import numpy as np  # (not at the top: the model is imported where NumPy need not be)
+
+        first: dict[int, tuple[int, Array]] = {}
+        for position, value in enumerate(self.args):
+            if isinstance(value, np.ndarray) and id(value) not in first:
+                first[id(value)] = (position, value)
+        return list(first.values())
+
 
 @dataclass(frozen=True)
 class TracedValue:

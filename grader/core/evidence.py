@@ -212,12 +212,8 @@ def first_mutated_input(arg_names: Sequence[str], probes: Sequence[Probe],
     for probe, outcome in zip(probes, outcomes):
         if not outcome.ok:
             continue
-        originals: list[tuple[str, Array]] = []
-        seen: set[int] = set()
-        for name, value in zip(arg_names, probe.args):
-            if isinstance(value, np.ndarray) and id(value) not in seen:
-                seen.add(id(value))
-                originals.append((name, value))
+        originals = [(arg_names[position], value) for position, value in probe.input_arrays()
+                     if position < len(arg_names)]
         for (name, before), after in zip(originals, outcome.inputs_after):
             if (before.shape, before.dtype) == (after.shape, after.dtype) and \
                     before.tobytes() == after.tobytes():

@@ -9,6 +9,9 @@ Regular probes use one-decimal values, so the smallest probe can be pasted exact
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from grader.model import Array, Probe
@@ -21,6 +24,13 @@ UNDERFLOW_OFFSETS = (0.0, -1500.0, -3000.0)
 #: interface can express only some kinds of input is diagnosed as strictly as the others; a
 #: masked one is scored where the interface can express no other masked probe (valid lengths)
 DIAGNOSIS_ONLY = "diagnosis-only"
+
+
+def scored_only(probes: Sequence[Probe], *aligned: Sequence[Any]) -> tuple[list[Any], ...]:
+    """``probes`` and each list ``aligned`` with them (their outcomes, their references), kept
+    only where the probe counts for the score (not where it is there for diagnosis only)."""
+    scored = [i for i, p in enumerate(probes) if DIAGNOSIS_ONLY not in p.tags]
+    return tuple([values[i] for i in scored] for values in (probes, *aligned))
 
 
 class Maker:

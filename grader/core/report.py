@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from grader.core.probes import DIAGNOSIS_ONLY
+from grader.core.probes import scored_only
 from grader.model import CallOutcome, CheckResult, Finding, GraderError, Probe, SourcePlace
 from reference.catalogue import BY_ID, wording
 from reference.edits import in_dialect
@@ -151,10 +151,7 @@ def call_errors(probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
     non-finite outputs where the reference is finite. Counted over the calls the checks count
     (not those made for diagnosis only), so that the numbers agree with theirs."""
     errors: dict[str, GraderError] = {}
-    scored = [i for i, p in enumerate(probes) if DIAGNOSIS_ONLY not in p.tags]
-    probes = [probes[i] for i in scored]
-    outcomes = [outcomes[i] for i in scored]
-    reference_outputs = [reference_outputs[i] for i in scored]
+    probes, outcomes, reference_outputs = scored_only(probes, outcomes, reference_outputs)
     for probe, outcome, expected in zip(probes, outcomes, reference_outputs):
         if outcome.error_kind and outcome.error_kind not in errors:
             failed = [o.probe_id for o in outcomes if o.error_kind == outcome.error_kind]

@@ -17,7 +17,7 @@ from grader.core import concepts
 from grader.core.assignments import Assignment, Outputs
 from grader.core.compare import mismatch_message, tolerance_for
 from grader.core.evidence import first_mutated_input
-from grader.core.probes import DIAGNOSIS_ONLY
+from grader.core.probes import DIAGNOSIS_ONLY, scored_only
 from grader.model import CallOutcome, CheckResult, Probe
 
 #: partial credit is given in whole steps of this many points, so that every view of the score
@@ -124,10 +124,7 @@ def score_checks(assignment: Assignment, probes: Sequence[Probe],
     """Every check of the assignment's rubric, with its points; ``references`` are the reference
     (output, weights) of each probe. Probes tagged ``diagnosis-only`` (there to name mistakes
     within what a restricted interface can express) never count."""
-    scored = [i for i, p in enumerate(probes) if DIAGNOSIS_ONLY not in p.tags]
-    probes = [probes[i] for i in scored]
-    outcomes = [outcomes[i] for i in scored]
-    references = [references[i] for i in scored]
+    probes, outcomes, references = scored_only(probes, outcomes, references)
     mismatches = [probe_mismatch(p, o, r) for p, o, r in zip(probes, outcomes, references)]
     by_id = {p.id: (p, o) for p, o in zip(probes, outcomes)}
     verdicts = concepts.evaluate(assignment.task.concepts, by_id)

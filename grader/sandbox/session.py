@@ -100,19 +100,16 @@ def _outcome(probe: Probe, header: dict[str, Any], blob: bytes) -> CallOutcome:
         raise wire.ProtocolError("result without output")
     # No answer to these inputs, right or wrong, is far larger than the inputs: refusing bigger
     # arrays here, and copying the rest out of the frame, keeps the grader's memory small.
-    limit = 16 * probe.size + 4096
+    limit = _largest_answer(probe)
     too_big = next((a for a in arrays.values() if a.size > limit), None)
     if too_big is not None:
         return CallOutcome(probe.id, "wrong-shape",
                            f"returned an array of shape {tuple(too_big.shape)}, far larger than "
                            "any answer for these inputs")
     arrays = {role: array.copy() for role, array in arrays.items()}
-    import numpy as np
-
     # the child sends back only the inputs the call changed; the others are the probe's own
-    originals = list({id(a): a for a in probe.args if isinstance(a, np.ndarray)}.values())
     inputs = tuple(arrays.get(f"input:{position}", original)
-                   for position, original in enumerate(originals))
+                   for position, (_, original) in enumerate(probe.input_arrays()))
     seconds = header.get("seconds")
     return CallOutcome(
         probe.id,
@@ -124,6 +121,11 @@ def _outcome(probe: Probe, header: dict[str, Any], blob: bytes) -> CallOutcome:
     )
 
 
+def _largest_answer(probe: Probe) -> int:
+    """No answer to a probe's inputs, right or wrong, has more elements than this."""
+    return 16 * probe.size + 4096
+
+
 def _rerun_traced(probe: Probe, header: dict[str, Any], blob: bytes,
                   graded: CallOutcome) -> tuple[TracedValue, ...]:
     """The values of a traced rerun, if it returned what the graded call did: code that
@@ -133,9 +135,8 @@ def _rerun_traced(probe: Probe, header: dict[str, Any], blob: bytes,
 
     if header.get("status") != "ok" or graded.output is None:
         return ()
-    limit = 16 * probe.size + 4096  # (as for a graded call's arrays: copied out, none huge)
     arrays = {role: array.copy() for role, array in wire.decode_arrays(header, blob).items()
-              if role.startswith("trace") and array.size <= limit}
+              if role.startswith("trace") and array.size <= _largest_answer(probe)}
     again = arrays.get("trace-output")
     if again is None or again.shape != graded.output.shape or not np.array_equal(
             again, graded.output, equal_nan=True):
