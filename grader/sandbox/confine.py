@@ -26,6 +26,7 @@ Standard library only: ``worker.py`` loads this file by path, and nothing here i
 grader package.
 """
 
+import collections
 import contextlib
 import ctypes
 import errno
@@ -127,18 +128,26 @@ def readable_paths(forbidden_roots):
     return chosen
 
 
-_shared_paths: dict = {}
+class Prepared(collections.namedtuple("Prepared", "forbidden readable root_steps")):
+    """What every run of one grader works out alike: the grader's roots (real paths), the
+    paths to expose read-only, and the steps that make the new root's mount points (those
+    paths that are not inside another: :func:`_root_steps`)."""
 
 
-def shared_paths(forbidden_roots):
-    """``readable_paths`` and those of them to mount (none inside another): the same for every
-    run of one grader, so the fork server works them out once and its forks inherit them."""
+_prepared: dict = {}
+
+
+def prepare(forbidden_roots, needed=()):
+    """:class:`Prepared` for these roots, worked out once per process: the fork server calls
+    this before it forks, so each fork inherits it instead of statting every path again. Also
+    learns, once, whether an unprivileged uid can reach the ``needed`` paths."""
     asked = tuple(forbidden_roots)
-    if asked not in _shared_paths:
-        key = tuple(os.path.realpath(p) for p in asked)
-        readable = readable_paths(key)
-        _shared_paths[asked] = (readable, _without_nested(readable))
-    return _shared_paths[asked]
+    if asked not in _prepared:
+        forbidden = [os.path.realpath(p) for p in asked]
+        readable = readable_paths(forbidden)
+        _prepared[asked] = Prepared(forbidden, readable, _root_steps(_without_nested(readable)))
+    reachable_by_anyone(needed)
+    return _prepared[asked]
 
 
 def _without_nested(paths):
@@ -263,28 +272,66 @@ def _make_readonly(libc, target):
         _mount(libc, None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
-def _place(newroot, path, like):
-    """Create ``path`` inside ``newroot`` as a directory or an empty file, as ``like`` is."""
-    target = newroot + path
-    if os.path.isdir(like):
-        os.makedirs(target, exist_ok=True)
-    else:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        if not os.path.exists(target):
-            with open(target, "wb"):
-                pass
-    return target
+class Step(collections.namedtuple("Step", "kind path source directories empty_file")):
+    """One mount point of the new root: ``kind`` is ``private-tmp``, ``read-only``, ``device``
+    or ``link``; ``path`` is its place inside the new root, made after ``directories`` (those
+    no earlier step made) and, for a file, ``empty_file``."""
 
 
-def _bind(libc, newroot, path, *, readonly, source=None):
-    source = source or path
-    target = _place(newroot, path, source)
-    _mount(libc, source, target, None, MS_BIND | MS_REC)
-    if readonly:
+def _root_steps(mounted):
+    """The new root's skeleton, in order: the private ``/tmp`` binds first (a venv may lie under
+    ``/tmp``), then each system path bound read-only (or linked, as it is a link), then the
+    devices. Every directory is made once, parents first: a run makes its mount points without
+    looking anything up."""
+    made = {"/"}
+    steps = []
+
+    def new_directories(path):
+        missing = []
+        while path not in made:
+            missing.append(path)
+            path = os.path.dirname(path)
+        made.update(missing)
+        return tuple(reversed(missing))
+
+    def add(kind, path, source):
+        if kind == "link":
+            steps.append(Step(kind, path, os.readlink(path),
+                              new_directories(os.path.dirname(path)), False))
+        elif kind == "private-tmp" or os.path.isdir(source):
+            steps.append(Step(kind, path, source, new_directories(path), False))
+        else:
+            steps.append(Step(kind, path, source, new_directories(os.path.dirname(path)), True))
+
+    for path in PRIVATE_TMP:
+        add("private-tmp", path, None)
+    for path in mounted:
+        add("link" if os.path.islink(path) else "read-only", path, path)
+    for device in DEVICES:
+        add("device", device, device)
+    return steps
+
+
+def _mkdir(path):
+    with contextlib.suppress(FileExistsError):  # (a reused private /tmp may have it)
+        os.mkdir(path)
+
+
+def _take_step(libc, newroot, step, private_tmp):
+    target = newroot + step.path
+    for directory in step.directories:
+        _mkdir(newroot + directory)
+    if step.kind == "link":
+        os.symlink(step.source, target)
+        return
+    if step.empty_file:
+        os.close(os.open(target, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
+    _mount(libc, step.source or private_tmp, target, None, MS_BIND | MS_REC)
+    if step.kind == "read-only":
         _make_readonly(libc, target)
 
 
-def _build_root(libc, newroot, workdir, mounted, hidden, disk_bytes):
+def _build_root(libc, newroot, workdir, steps, hidden, disk_bytes):
     """Mount the child's whole view of the file system under ``newroot`` and switch to it. Its
     one writable place, the working directory with its private ``/tmp``, is a file system of
     ``disk_bytes`` of its own (in this namespace only): what a run writes, in all, is bounded,
@@ -295,20 +342,15 @@ def _build_root(libc, newroot, workdir, mounted, hidden, disk_bytes):
                f"mode=0700,size={int(disk_bytes)}")
     _mount(libc, "tmpfs", newroot, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
     private_tmp = os.path.join(workdir, PRIVATE_TMP_NAME)
-    os.makedirs(private_tmp, exist_ok=True)
-    for path in PRIVATE_TMP:  # first: the workdir, a venv may lie under /tmp
-        _bind(libc, newroot, path, readonly=False, source=private_tmp)
-    for path in mounted:
-        if os.path.islink(path):
-            os.makedirs(os.path.dirname(newroot + path), exist_ok=True)
-            os.symlink(os.readlink(path), newroot + path)
-        else:
+    _mkdir(private_tmp)
+    for step in steps:
+        if step.kind in ("read-only", "device"):
             with contextlib.suppress(OSError):  # one unreadable path costs only itself
-                _bind(libc, newroot, path, readonly=True)
-    for device in DEVICES:
-        with contextlib.suppress(OSError):
-            _bind(libc, newroot, device, readonly=False)
-    _bind(libc, newroot, workdir, readonly=False)
+                _take_step(libc, newroot, step, private_tmp)
+        else:
+            _take_step(libc, newroot, step, private_tmp)
+    os.makedirs(newroot + workdir, exist_ok=True)
+    _mount(libc, workdir, newroot + workdir, None, MS_BIND | MS_REC)
     os.makedirs(newroot + "/proc", exist_ok=True)
     with contextlib.suppress(OSError):  # refused where /proc is partly masked (containers)
         _mount(libc, "proc", newroot + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC
@@ -345,11 +387,22 @@ def world_readable(path):
         path = parent
 
 
+_reachable: dict = {}
+
+
+def reachable_by_anyone(paths):
+    """Are all ``paths`` world-readable? (Learnt once per process: see :func:`prepare`.)"""
+    key = tuple(paths)
+    if key not in _reachable:
+        _reachable[key] = all(world_readable(p) for p in key)
+    return _reachable[key]
+
+
 def drop_to_nobody(workdir, needed, uid=UNPRIVILEGED_ID):
     """As root, continue as the unprivileged ``uid`` (owning ``workdir``), where the ``needed``
     paths (the interpreter, NumPy) are readable by it. The grader gives each run a uid of its
     own: runs at the same time cannot signal each other or read each other's ``/proc``."""
-    if os.geteuid() != 0 or not all(world_readable(p) for p in needed):
+    if os.geteuid() != 0 or not reachable_by_anyone(needed):
         return False
     try:
         for root, dirs, files in os.walk(workdir):
@@ -649,9 +702,9 @@ def confine(options, needed):
         return []
     skip = set(options.get("skip") or ())
     workdir = os.path.realpath(options["workdir"])
-    forbidden = [os.path.realpath(p) for p in options.get("forbidden_roots") or ()]
+    shared = prepare(options.get("forbidden_roots") or (), needed)
+    forbidden = shared.forbidden
     active = []
-    readable, mounted = shared_paths(forbidden)
     entered = _unshare(libc) if "namespaces" not in skip else []
     active += entered
     if "pid-namespace" in entered:
@@ -661,7 +714,7 @@ def confine(options, needed):
         protected = ancestors()  # (before /proc could be replaced)
     if "mount-namespace" in entered and "read-only-root" not in skip:
         try:
-            _build_root(libc, os.path.realpath(options["newroot"]), workdir, mounted,
+            _build_root(libc, os.path.realpath(options["newroot"]), workdir, shared.root_steps,
                         forbidden, options.get("disk_bytes"))
             active.append("read-only-root")
         except OSError:
@@ -670,7 +723,7 @@ def confine(options, needed):
     writable = [workdir, *(PRIVATE_TMP if own_root else ()), *DEVICES]
     # in its own root, everything it sees may be read; elsewhere only the allow-list and its
     # own /proc entry
-    visible = ["/"] if own_root else [*readable, "/proc/self"]
+    visible = ["/"] if own_root else [*shared.readable, "/proc/self"]
     hidden = [] if own_root else forbidden  # (in its own root they are empty mounts already)
     # the rules are made before the uid drop: afterwards the run's folder (inside the grader's
     # private temporary folder) can no longer be opened to be ruled

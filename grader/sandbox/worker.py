@@ -42,6 +42,8 @@ _plain_array = returns.plain_array
 
 import numpy as np  # noqa: E402  (after the wire module, before any student code)
 
+#: what must stay readable for a run to drop to an unprivileged uid: the interpreter, NumPy
+NEEDED = (sys.executable, os.path.dirname(os.__file__), os.path.dirname(np.__file__))
 KEPT_OUTPUT_BYTES = 64 * 1024
 #: a traced rerun shares the call's deadline: code this slow on a small test input is not traced
 TRACE_ONLY_BELOW_SECONDS = 0.25
@@ -425,7 +427,7 @@ def main():
                 pass
         _load("_ag_zygote", "zygote.py").serve_forks(
             int(sys.argv[2]), serve, apply_limits,
-            prepare=lambda request: confinement.shared_paths(request.get("forbidden_roots", ())))
+            prepare=lambda request: confinement.prepare(request.get("forbidden_roots", ()), NEEDED))
         return
     serve(int(sys.argv[1]), int(sys.argv[2]))
 
@@ -456,8 +458,7 @@ def serve(request_fd, result_fd):
     signal.signal(signal.SIGALRM, on_alarm)
     signal.signal(signal.SIGPROF, on_alarm)
     options = setup["confine"]
-    layers = confinement.confine(options, needed=(sys.executable, os.path.dirname(os.__file__),
-                                                  os.path.dirname(np.__file__)))
+    layers = confinement.confine(options, needed=NEEDED)
     refused = refusal(options, layers)
     # sent before any student code runs, so the submission cannot forge it
     channel.send({"type": "hardened", "layers": layers, "refused": refused})

@@ -4,6 +4,7 @@ loads grader code. Standard library only; loaded by path.
 """
 
 import ctypes
+import gc
 import importlib.util
 import json
 import os
@@ -103,6 +104,9 @@ def _reap_others(running):
 
 def _forked_run(control, request, fds, serve, libc):
     """In the fork: become a fresh session with the run's fds, directory and environment."""
+    # what the server holds is never collected here: a collection would write to every one of
+    # its objects, and so copy every page of them
+    gc.freeze()
     try:
         control.close()
         request_fd, result_fd, out_fd = fds
