@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import collections
 import csv
 import dataclasses
 import glob
@@ -161,8 +160,6 @@ class Job:
 #: worth of grading), under the name students import them by
 SLOW_IMPORTS = {"scipy": "scipy.special", "torch": "torch", "tensorflow": "tensorflow",
                 "jax": "jax"}
-#: how many of this worker's submissions imported each slow library so far
-_importers: collections.Counter[str] = collections.Counter()
 _IMPORTS_SLOW = re.compile(r"(?:^|[\s\"';])(?:from|import)\s+(" + "|".join(SLOW_IMPORTS)
                            + r")\b", re.MULTILINE)
 
@@ -182,15 +179,6 @@ def slow_imports(files: Sequence[Path]) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def worth_a_server(imports: tuple[str, ...]) -> tuple[str, ...]:
-    """Count one more submission of this worker, which imports ``imports``; return those of
-    them a server should import for it: the ones a submission before it imported too. The
-    first student pays the import in their own run; from the second on, a server imports it
-    once (about one run's worth) and forks them all."""
-    _importers.update(imports)
-    return tuple(name for name in imports if _importers[name] >= 2)
-
-
 def grade_entry(job: Job) -> dict[str, Any]:
     """Grade one student's submission: every candidate file, keeping the best report."""
     from grader import registry, sandbox
@@ -198,12 +186,12 @@ def grade_entry(job: Job) -> dict[str, Any]:
 
     entry = job.entry
     # the fork servers import the course's framework once, not every fork (a torch class
-    # paid torch's import for every student); a slow library two students import goes into
-    # a second server, which forks the students who import it
+    # paid torch's import for every student); a slow library a student imports goes into a
+    # second server, forked from the first, which forks the students who import it
     framework = registry.get(job.assignment).interface.arrays
     if framework in registry.FRAMEWORK_PACKAGES:
         sandbox.warm_frameworks((framework,))
-    sandbox.fork_from(worth_a_server(slow_imports(entry.files)))
+    sandbox.fork_from(slow_imports(entry.files))
     report = grade_best_of(entry.files, assignment=job.assignment, seed=job.seed,
                            limits=job.limits, label=entry.student)
     report["metadata"].update(student=entry.student, batch_key=job.key,

@@ -6,8 +6,10 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import os
 import secrets
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,23 +33,37 @@ class ForkServer:
     The server never loads grader code, so a fork holds nothing of the grader's either.
     """
 
-    def __init__(self, frameworks: tuple[str, ...] = ()) -> None:
+    def __init__(self, frameworks: tuple[str, ...] = (), *,
+                 fork_of: ForkServer | None = None) -> None:
+        """A new server that imports ``frameworks`` before it forks: a new interpreter, or, with
+        ``fork_of``, a fork of that server which imports only what it has not (its answer is
+        awaited: EOFError or OSError when it cannot)."""
         import socket
 
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # no folder of its own: the server writes nothing, and each fork moves into its run's
         # directory (a folder made here outlived pool workers that end without exit handlers)
         self.home = tempfile.gettempdir()
-        self.process = subprocess.Popen(
-            [sys.executable, "-I", "-B", str(WORKER), "--zygote", str(theirs.fileno()),
-             *frameworks],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            cwd=self.home, env=child_environment(self.home, secrets.token_hex(8)),
-            pass_fds=(theirs.fileno(),), start_new_session=True)
-        theirs.close()
+        self.exits: dict[int, int] = {}
+        self.process: subprocess.Popen[bytes] | _Forked
+        try:
+            if fork_of is not None:
+                self.process = fork_of.fork_server(theirs.fileno(), frameworks)
+            else:
+                self.process = subprocess.Popen(
+                    [sys.executable, "-I", "-B", str(WORKER), "--zygote",
+                     str(theirs.fileno()), *frameworks],
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL, cwd=self.home,
+                    env=child_environment(self.home, secrets.token_hex(8)),
+                    pass_fds=(theirs.fileno(),), start_new_session=True)
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
         self.frameworks = frameworks
         self.socket = ours
-        self.exits: dict[int, int] = {}
         #: did its last run enter a pid namespace of its own? (then the next run's clean-up
         #: need not know which processes were here before it)
         self.contains_runs = False
@@ -58,16 +74,24 @@ class ForkServer:
         return self.process.poll() is None
 
     def _receive(self, timeout: float) -> dict[str, Any] | None:
+        import socket
+
         ready, _, _ = select.select([self.socket], [], [], max(0.0, timeout))
         if not ready:
             return None
-        data = self.socket.recv(1 << 16)
+        data, fds, _, _ = socket.recv_fds(self.socket, 1 << 16, 1)
         if not data:
+            for fd in fds:
+                os.close(fd)
             raise EOFError
-        message = json.loads(data)
+        message = dict(json.loads(data))
         if message.get("op") == "exited":
             self.exits[int(message["pid"])] = int(message["code"])
-        return dict(message)
+        if message.get("op") == "server" and fds:
+            message["pidfd"] = fds.pop()
+        for fd in fds:  # (none is ever sent with anything else)
+            os.close(fd)
+        return message
 
     def _until(self, op: str, seconds: float) -> dict[str, Any]:
         deadline = time.monotonic() + seconds
@@ -86,6 +110,19 @@ class ForkServer:
         spawned = self._until("spawned", IMPORTS_SECONDS if self.importing else 10.0)
         self.importing = False
         return int(spawned["pid"])
+
+    def fork_server(self, control_fd: int, imports: tuple[str, ...]) -> _Forked:
+        """Have this server fork a second one, which imports ``imports`` (those it has not yet)
+        and then serves on the other end of ``control_fd``."""
+        import socket
+
+        request = {"op": "server", "names": [n for n in imports if n not in self.frameworks]}
+        socket.send_fds(self.socket, [json.dumps(request).encode()], [control_fd])
+        answer = self._until("server", IMPORTS_SECONDS if self.importing else 10.0)
+        self.importing = False
+        if "pidfd" not in answer:
+            raise EOFError("the fork server forked no server")
+        return _Forked(int(answer["pid"]), int(answer["pidfd"]))
 
     def wait(self, pid: int, timeout: float) -> int | None:
         deadline = time.monotonic() + timeout
@@ -121,6 +158,32 @@ class ForkServer:
         with contextlib.suppress(ProcessLookupError):
             self.process.kill()
         self.process.wait()
+
+
+class _Forked:
+    """The ``Popen``-like handle of a server forked by another server: not this process's
+    child, so watched and killed through a pidfd (which no other process can come to name)."""
+
+    def __init__(self, pid: int, pidfd: int) -> None:
+        self.pid, self.pidfd = pid, pidfd
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None and select.select([self.pidfd], [], [], 0)[0]:
+            self.returncode = -signal.SIGKILL  # (its parent server has its status)
+        return self.returncode
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+
+    def wait(self, timeout: float | None = None) -> int:
+        select.select([self.pidfd], [], [], timeout)
+        if self.poll() is None:
+            raise subprocess.TimeoutExpired(str(self.pid), timeout or 0.0)
+        with contextlib.suppress(OSError):
+            os.close(self.pidfd)
+        return self.returncode if self.returncode is not None else -signal.SIGKILL
 
 
 class Forked:
@@ -186,20 +249,29 @@ def fork_from(libraries: tuple[str, ...]) -> None:
     """Fork the coming runs from a server that has imported ``libraries`` too (slow libraries
     the submission imports), or from the lean server when there are none. A library loaded in
     a server makes every fork of it slower (scipy doubles a fork's cost), so only the students
-    who import one are forked from the server that has it; it imports each once."""
+    who import one are forked from the server that has it: a fork of the lean server, which
+    imports each library once (no more than the first such student would have in their run)."""
     global _libraries, _with_libraries
     _with_libraries = bool(libraries)
     _libraries = tuple(sorted(set(_libraries) | set(libraries)))
     _warm_alive()
 
 
-def current() -> ForkServer | None:
-    if not _use_fork_server:
-        return None
-    server = _servers.get(_with_libraries)
+def _server(with_libraries: bool) -> ForkServer:
+    server = _servers.get(with_libraries)
     if server is None or not server.alive():
         if server is not None:
             server.close()
-        server = _servers[_with_libraries] = ForkServer(_imports(_with_libraries))
+        server = None
+        if with_libraries:  # forked from the lean server: NumPy and the frameworks are loaded
+            with contextlib.suppress(EOFError, OSError):
+                server = ForkServer(_imports(True), fork_of=_server(False))
+        server = _servers[with_libraries] = server or ForkServer(_imports(with_libraries))
         atexit.register(server.close)
     return server
+
+
+def current() -> ForkServer | None:
+    if not _use_fork_server:
+        return None
+    return _server(_with_libraries)

@@ -419,7 +419,6 @@ def trace_call(invoke, call, arrays, blob, parts):
 
 def main():
     if sys.argv[1] == "--zygote":
-        confinement.warm(os.getpid())  # each fork then only loads its seccomp filter
         for framework in sys.argv[3:]:  # a course's framework, imported once for every fork
             try:
                 importlib.import_module(framework)
@@ -427,7 +426,8 @@ def main():
                 pass
         _load("_ag_zygote", "zygote.py").serve_forks(
             int(sys.argv[2]), serve, apply_limits,
-            prepare=lambda request: confinement.prepare(request.get("forbidden_roots", ()), NEEDED))
+            prepare=lambda request: confinement.prepare(request.get("forbidden_roots", ()), NEEDED),
+            warm=confinement.warm)  # (each fork then only loads its seccomp filter)
         return
     serve(int(sys.argv[1]), int(sys.argv[2]))
 

@@ -22,20 +22,26 @@ def _load(name, filename):
     return module
 
 
-def serve_forks(control_fd, serve, apply_limits, prepare=None):
+def serve_forks(control_fd, serve, apply_limits, prepare=None, warm=None):
     """Fork one fresh child per request and have it ``serve`` the run (``prepare``, given the
-    request, works out here once what every fork would otherwise work out for itself).
+    request, works out here once what every fork would otherwise work out for itself; ``warm``,
+    given this server's pid, likewise for what depends on the server itself).
 
     Requests arrive on a SOCK_SEQPACKET socket with the run's three fds (request, result, stdout)
-    attached; answers are ``spawned`` (with the pid) and ``exited`` (with the return code).
+    attached; answers are ``spawned`` (with the pid) and ``exited`` (with the return code). A
+    ``server`` request (with a new control socket attached) forks a second server from this one,
+    which imports more before it serves on that socket; the answer carries a pidfd of it.
     """
     process_hygiene = _load("_ag_processes", "processes.py")  # standard library only
-    apply_limits({})  # only the death signal: the zygote dies with the grader
+    apply_limits({})  # only the death signal: the zygote dies with the grader (or its server)
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: escaped grandchildren come back here
     libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no fork can reach our /proc/<pid>/mem
+    if warm is not None:
+        warm(os.getpid())
     control = socket.socket(fileno=control_fd)
     running = set()
+    servers = set()  # the servers forked from this one: no run's, never swept
 
     def report_exits():
         while True:
@@ -45,6 +51,7 @@ def serve_forks(control_fd, serve, apply_limits, prepare=None):
                 return
             if pid == 0:
                 return
+            servers.discard(pid)
             if pid in running:
                 running.discard(pid)
                 code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
@@ -73,16 +80,25 @@ def serve_forks(control_fd, serve, apply_limits, prepare=None):
             running.add(pid)
             control.send(json.dumps({"op": "spawned", "pid": pid}).encode())
         elif request["op"] == "warm":  # import these once for every later fork
-            for name in request.get("names", ()):
-                try:
-                    importlib.import_module(name)
-                except Exception:  # noqa: BLE001 - a fork imports it itself, and says what failed
-                    pass
+            _import_all(request.get("names", ()))
+        elif request["op"] == "server":  # what this server imported is not imported again
+            pid = os.fork()
+            if pid == 0:
+                _forked_server(control, request, fds, serve, apply_limits, prepare, warm)
+            for fd in fds:
+                os.close(fd)
+            servers.add(pid)
+            handle = os.pidfd_open(pid)  # (before it can be reaped: it is this server's pid)
+            try:
+                socket.send_fds(control, [json.dumps({"op": "server", "pid": pid}).encode()],
+                                [handle])
+            finally:
+                os.close(handle)
         elif request["op"] == "sweep":  # kill what a finished run left adopted by us
             # (a run in a pid namespace of its own leaves nothing outside it to adopt)
             adopted = [] if request.get("contained") else process_hygiene.own_children()
             for child in adopted:
-                if child not in running:
+                if child not in running and child not in servers:
                     try:
                         os.kill(child, signal.SIGKILL)
                     except OSError:
@@ -90,6 +106,25 @@ def serve_forks(control_fd, serve, apply_limits, prepare=None):
             report_exits()
             _reap_others(running)
             control.send(json.dumps({"op": "swept"}).encode())
+
+
+def _import_all(names):
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a fork imports it itself, and says what failed
+            pass
+
+
+def _forked_server(control, request, fds, serve, apply_limits, prepare, warm):
+    """In the fork: import the request's names, then serve forks on the socket it brought."""
+    try:
+        control.close()
+        _import_all(request.get("names", ()))
+        serve_forks(fds[0], serve, apply_limits, prepare, warm)
+    except BaseException:  # noqa: BLE001 - a fork must never return into the server loop
+        os._exit(70)
+    os._exit(0)
 
 
 def _reap_others(running):
