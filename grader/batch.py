@@ -160,7 +160,9 @@ class Job:
 #: worth of grading), under the name students import them by
 SLOW_IMPORTS = {"scipy": "scipy.special", "torch": "torch", "tensorflow": "tensorflow",
                 "jax": "jax"}
-_IMPORTS_SLOW = re.compile(r"(?:^|[\s\"';])(?:from|import)\s+(" + "|".join(SLOW_IMPORTS)
+#: an import statement, in a .py file or in a notebook's JSON (where a line inside a cell's
+#: source string starts after a "\n" escape)
+_IMPORTS_SLOW = re.compile(r"(?:^|[\s\"';]|\\n)(?:from|import)\s+(" + "|".join(SLOW_IMPORTS)
                            + r")\b", re.MULTILINE)
 
 

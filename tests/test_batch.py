@@ -324,6 +324,26 @@ def test_a_batch_leaves_nothing_in_the_temporary_folder(tmp_path: Path) -> None:
     assert list(temporary.iterdir()) == []
 
 
+def test_slow_imports_are_seen_in_notebooks_whichever_way_a_cell_is_stored(
+        tmp_path: Path) -> None:
+    """A cell's source is a list of lines or one string (both are nbformat 4): in the second,
+    each line after the first follows a "\\n" escape in the file. Either way the student who
+    imports scipy is forked from the server that has it (else they pay its import alone)."""
+    import json
+
+    from grader.batch import slow_imports
+
+    source = "import numpy as np\nfrom scipy.special import softmax\n"
+    for name, stored in (("lines", source.splitlines(keepends=True)), ("string", source),
+                         ("unrelated", "import numpy as np\nprint('no scipy here')\n")):
+        notebook = {"cells": [{"cell_type": "code", "metadata": {}, "execution_count": None,
+                               "outputs": [], "source": stored}],
+                    "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+        path = tmp_path / f"{name}.ipynb"
+        path.write_text(json.dumps(notebook, indent=1))
+        assert slow_imports((path,)) == (() if name == "unrelated" else ("scipy.special",)), name
+
+
 def test_a_slow_library_is_imported_once_by_a_server_forked_from_the_lean_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Students who import scipy are forked from a second server, which imported it once, so
