@@ -334,6 +334,23 @@ def _open_fds_when_reaped() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
+@pytest.mark.parametrize("in_memory", [True, False], ids=["memfd", "temporary-file"])
+def test_what_every_child_of_a_run_prints_is_in_the_report(
+        grade_source, monkeypatch: pytest.MonkeyPatch, in_memory: bool) -> None:
+    """Python's prints, raw writes to fd 1 and 2, from the first child and from the one that
+    replaces it after it dies, in order; kept in memory where the system can, else in an
+    unnamed temporary file (macOS has no memfd)."""
+    if not in_memory:
+        monkeypatch.delattr(os, "memfd_create", raising=False)
+    source = wrap("import os\n"
+                  "print('call', flush=True)\n"
+                  "os.write(2, b'raw-stderr ')\n"
+                  "os._exit(3)")
+    report = grade_source("import os\nos.write(1, b'loaded ')\n" + source, limits=FAST)
+    words = report["metadata"]["stdout"].split()
+    assert words[:6] == ["loaded", "call", "raw-stderr"] * 2, words
+
+
 def test_grading_many_submissions_leaks_no_file_descriptors(grade_source) -> None:
     grade_source(CORRECT)
     before = _open_fds_when_reaped()

@@ -25,7 +25,7 @@ from grader.sandbox.processes import (
     settle_and_reap,
     tree_cpu_seconds,
 )
-from grader.sandbox.spawn import Spawned, spawn_worker
+from grader.sandbox.spawn import Spawned, output_file, spawn_worker
 
 PACKAGE_ROOTS = (Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[2] / "reference")
 #: the background threads that reap a finished child (``settle_and_reap``)
@@ -55,11 +55,10 @@ def forbidden_roots() -> list[str]:
 class Child:
     """One worker process and its two pipes."""
 
-    def __init__(self, submission: Submission, workdir: Path, logdir: Path, newroot: Path,
-                 limits: Limits, attempt: int, spawned: Spawned | None = None) -> None:
+    def __init__(self, submission: Submission, workdir: Path, newroot: Path,
+                 limits: Limits, spawned: Spawned | None = None) -> None:
         self.nonce = secrets.token_hex(16)
         self.limits = limits
-        self.stdout_path = logdir / f"stdout-{attempt}.txt"
         self.server = forkserver.current()  # before listing what to spare: the server is one of them
         self.process: subprocess.Popen[bytes] | forkserver.Forked
         #: the run's processes are all inside a pid namespace of its own (its child said so
@@ -75,16 +74,18 @@ class Child:
             self.spared = None if self.server.contains_runs else own_children()
             request_read, self.request_write = os.pipe()
             self.result_read, result_write = os.pipe()
-            with open(self.stdout_path, "wb") as out:
-                pid = self.server.spawn(workdir, child_environment(str(workdir), self.marker),
-                                        (request_read, result_write, out.fileno()),
-                                        forbidden_roots())
+            #: what the child prints (read back with ``spawn.printed``; the run closes it)
+            self.output = output_file()
+            pid = self.server.spawn(workdir, child_environment(str(workdir), self.marker),
+                                    (request_read, result_write, self.output),
+                                    forbidden_roots())
             self.process = forkserver.Forked(self.server, pid)
             os.close(request_read)
             os.close(result_write)
         else:
-            started = spawned or spawn_worker(workdir, self.stdout_path)
+            started = spawned or spawn_worker(workdir)
             self.process, self.marker, self.spared = started.process, started.marker, started.spared
+            self.output = started.output
             self.request_write, self.result_read = started.request_write, started.result_read
         self.uid = run_uid(self.process.pid)
         self.reader = wire.FrameReader(limits.max_result_mb << 20)

@@ -9,13 +9,13 @@ behind) and a new one continues with the remaining probes, within the total budg
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from grader.config import DEFAULT_LIMITS, Limits
@@ -23,7 +23,7 @@ from grader.model import CallOutcome, GraderError, Probe, RunInfo, Submission, T
 from grader.sandbox import forkserver, wire
 from grader.sandbox.child import Child
 from grader.sandbox.processes import become_subreaper, boot_ticks, reap_zombies, remove_leftovers
-from grader.sandbox.spawn import done_with_base, take_head_start
+from grader.sandbox.spawn import done_with_base, printed, take_head_start
 
 OUTPUT_EXCERPT_BYTES = 4096
 REFUSED_MESSAGE = (
@@ -262,7 +262,8 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
     started_wall = time.time()
     budget = Budget(limits)
     base, spawned = take_head_start(reusable=not forkserver.in_use())
-    workdir, logdir, newroot = base / "work", base / "log", base / "root"
+    workdir, newroot = base / "work", base / "root"
+    outputs: list[int] = []  # what each child printed
     outcomes: dict[int, CallOutcome] = {}
     tripped: list[str] = []
     uids: list[int] = []  # each child's own unprivileged user (as root)
@@ -276,8 +277,8 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
         while True:
             remaining = _next_calls(planned, outcomes, timed_out)
             done_before = len(outcomes)
-            child = Child(submission, workdir, logdir, newroot, limits, attempt,
-                          spawned if attempt == 0 else None)
+            child = Child(submission, workdir, newroot, limits, spawned if attempt == 0 else None)
+            outputs.append(child.output)
             uids.append(child.uid)
             budget.start_child()
             if prepare is not None and attempt == 0:
@@ -317,12 +318,15 @@ def _run(submission: Submission, plan: Planner, limits: Limits,
         if only_the_uid_separates(info.isolation):
             for uid in uids:
                 remove_leftovers(uid, started_wall)
-        info.stdout = _excerpt(logdir)
+        info.stdout = _excerpt(outputs)
         if tripped:
             info.forbidden = sorted(set(tripped))[:10]
         probes = planned.probes if planned else []
         return info, [outcomes[i] for i in range(len(probes))]
     finally:
+        for output in outputs:
+            with contextlib.suppress(OSError):
+                os.close(output)
         done_with_base(base, untouched=untouched)
 
 
@@ -486,10 +490,10 @@ def _call_timeout_message(why: str, limits: Limits) -> str:
     return f"the call did not return within {limits.call_seconds:g} s of CPU time"
 
 
-def _excerpt(logdir: Path) -> str:
+def _excerpt(outputs: list[int]) -> str:
+    """The start of what the run's children printed, in order."""
     parts = []
-    for path in sorted(logdir.glob("stdout-*.txt")):
-        with open(path, "rb") as handle:
-            parts.append(handle.read(OUTPUT_EXCERPT_BYTES))
-    text = b"".join(parts)[:OUTPUT_EXCERPT_BYTES].decode("utf-8", "replace")
-    return text
+    for output in outputs:
+        with contextlib.suppress(OSError):
+            parts.append(printed(output, OUTPUT_EXCERPT_BYTES))
+    return b"".join(parts)[:OUTPUT_EXCERPT_BYTES].decode("utf-8", "replace")

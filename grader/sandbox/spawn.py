@@ -24,7 +24,7 @@ WORKER = Path(__file__).with_name("worker.py")
 
 
 class Spawned(NamedTuple):
-    """A fresh worker, started but not yet told what to run, and its two pipes."""
+    """A fresh worker, started but not yet told what to run, its two pipes and its output."""
 
     process: subprocess.Popen[bytes]
     request_write: int
@@ -32,28 +32,48 @@ class Spawned(NamedTuple):
     marker: str
     #: this process's children before the worker: a run's clean-up never kills them
     spared: set[int]
+    #: what the worker prints (its stdout and stderr): see ``output_file``
+    output: int
 
 
-def spawn_worker(workdir: Path, stdout_path: Path) -> Spawned:
+def output_file() -> int:
+    """A file for what a child prints, as an fd: in memory where the system has it (no file
+    on disk is made or removed per run), else an unnamed temporary file. The child's limit on
+    file sizes bounds it either way."""
+    if hasattr(os, "memfd_create"):
+        try:
+            return os.memfd_create("attention-grader-output", os.MFD_CLOEXEC)
+        except OSError:
+            pass
+    with tempfile.TemporaryFile() as handle:
+        return os.dup(handle.fileno())
+
+
+def printed(output: int, most: int) -> bytes:
+    """The first ``most`` bytes a child printed into ``output`` (its ``output_file``)."""
+    return os.pread(output, most, 0)
+
+
+def spawn_worker(workdir: Path) -> Spawned:
     """Start a worker interpreter in ``workdir``; it waits for its setup frame."""
     marker = secrets.token_hex(8)
     request_read, request_write = os.pipe()
     result_read, result_write = os.pipe()
     spared = own_children()
-    with open(stdout_path, "wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-I", "-B", str(WORKER), str(request_read), str(result_write)],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=workdir,
-            env=child_environment(str(workdir), marker),
-            pass_fds=(request_read, result_write),
-            start_new_session=True,
-        )
+    output = output_file()
+    process = subprocess.Popen(
+        [sys.executable, "-I", "-B", str(WORKER), str(request_read), str(result_write)],
+        stdin=subprocess.DEVNULL,
+        stdout=output,
+        stderr=subprocess.STDOUT,
+        cwd=workdir,
+        env=child_environment(str(workdir), marker),
+        pass_fds=(request_read, result_write),
+        start_new_session=True,
+    )
     os.close(request_read)
     os.close(result_write)
-    return Spawned(process, request_write, result_read, marker, spared)
+    return Spawned(process, request_write, result_read, marker, spared, output)
 
 
 #: the folder of a finished run that nothing of the run touched, for this process's next run
@@ -62,14 +82,14 @@ _spare_base: tuple[int, Path] | None = None
 
 
 def new_base() -> Path:
-    """A run's private folder: ``work`` (the child's), ``log`` (its output) and ``root``."""
+    """A run's private folder: ``work`` (the child's) and ``root`` (its new root's mount)."""
     global _spare_base
     if _spare_base is not None:
         (owner, base), _spare_base = _spare_base, None
         if owner == os.getpid() and base.is_dir():
             return base
     base = Path(tempfile.mkdtemp(prefix="attention-grader-"))
-    for folder in ("work", "log", "root"):
+    for folder in ("work", "root"):
         (base / folder).mkdir(mode=0o700)
     # searchable, not listable: a run that continues as a uid of its own reaches its working
     # directory by its absolute path (Python's import system, tempfile), and nothing else here
@@ -81,18 +101,12 @@ def done_with_base(base: Path, *, untouched: bool) -> None:
     """Remove a finished run's folder, or, when ``untouched`` (each of the run's children had
     a root and a working directory of its own, so it wrote nothing here), keep it for the next
     run of this process: creating and removing folders costs a run more than a millisecond on
-    a busy ext4. Its log files go either way: a dying process may still hold one."""
+    a busy ext4."""
     global _spare_base
     if untouched and (_spare_base is None or _spare_base[0] != os.getpid()):
-        try:
-            for path in (base / "log").iterdir():
-                path.unlink()
-        except OSError:
-            pass
-        else:
-            _finalize_at_exit()
-            _spare_base = (os.getpid(), base)
-            return
+        _finalize_at_exit()
+        _spare_base = (os.getpid(), base)
+        return
     shutil.rmtree(base, ignore_errors=True)
 
 
@@ -126,7 +140,7 @@ def head_start() -> None:
     global _head_start
     if _head_start is None:
         base = new_base()
-        _head_start = (base, spawn_worker(base / "work", base / "log" / "stdout-0.txt"))
+        _head_start = (base, spawn_worker(base / "work"))
         atexit.register(_drop_head_start)
 
 
@@ -152,7 +166,7 @@ def _drop_head_start() -> None:
 def _discard(base: Path, spawned: Spawned) -> None:
     kill_run(spawned.process.pid, spawned.marker, spawned.spared, settle=False)
     spawned.process.wait()
-    for fd in (spawned.request_write, spawned.result_read):
+    for fd in (spawned.request_write, spawned.result_read, spawned.output):
         try:
             os.close(fd)
         except OSError:
