@@ -386,6 +386,13 @@ def test_a_slow_library_is_imported_once_by_a_server_forked_from_the_lean_one(
         assert parent(with_scipy) == lean.process.pid
         reports.append(grade_entry(ada))
         assert forkserver.current() is with_scipy
+        with_scipy.process.kill()  # a server that dies is replaced, by a fork of the lean one
+        with_scipy.process.wait(5)
+        reports.append(grade_entry(ada))
+        again = forkserver.current()
+        assert again is not with_scipy and loaded(again) and parent(again) == lean.process.pid
+        with_scipy.close()
+        with_scipy.close()  # (at exit too: closing twice is harmless)
     finally:
         sandbox.use_fork_server(False)
     assert other["score"] == other["max_score"]

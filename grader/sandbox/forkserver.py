@@ -171,19 +171,21 @@ class _Forked:
     def poll(self) -> int | None:
         if self.returncode is None and select.select([self.pidfd], [], [], 0)[0]:
             self.returncode = -signal.SIGKILL  # (its parent server has its status)
+            os.close(self.pidfd)
         return self.returncode
 
     def kill(self) -> None:
-        with contextlib.suppress(OSError):
-            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        if self.returncode is None:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
 
     def wait(self, timeout: float | None = None) -> int:
-        select.select([self.pidfd], [], [], timeout)
-        if self.poll() is None:
+        if self.returncode is None:
+            select.select([self.pidfd], [], [], timeout)
+        code = self.poll()
+        if code is None:
             raise subprocess.TimeoutExpired(str(self.pid), timeout or 0.0)
-        with contextlib.suppress(OSError):
-            os.close(self.pidfd)
-        return self.returncode if self.returncode is not None else -signal.SIGKILL
+        return code
 
 
 class Forked:
