@@ -259,18 +259,23 @@ def test_the_reference_cannot_be_reached_by_a_directory_fd_or_a_hard_link(tmp_pa
 
 def test_ancestors_proc_entries_are_out_of_sight(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """The grader's command line (hidden seed, class folder) and environment (tokens)."""
+    """The grader's command line (hidden seed, class folder) and environment (tokens). In a
+    pid namespace of its own the run sees one process that is not its own code: pid 1, the
+    namespace's init (a fork of the clean fork server, or of the run's first process), which
+    may be its parent; its command line is the submission's own, and nothing else of it can be
+    read."""
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_secret_token_for_the_test")
     attack = textwrap.dedent(f"""\
         import os
-        pids = [{os.getpid()}, os.getppid()]
-        for pid in pids:
+        own = open("/proc/self/cmdline", "rb").read(4096)
+        for who, pid in (("grader", {os.getpid()}), ("parent", os.getppid()), ("init", 1)):
             for what in ("cmdline", "environ", "mem"):
                 try:
                     data = open(f"/proc/{{pid}}/{{what}}", "rb").read(4096)
-                    print("read", what, data[:60])
+                    same = what == "cmdline" and pid == 1 and pid != os.getpid() and data == own
+                    print("init-cmdline-is-own" if same else "read", who, what, data[:60])
                 except Exception as exc:
-                    print("hidden", what, type(exc).__name__)
+                    print("hidden", who, what, type(exc).__name__)
         print("TOKEN" if "ghp_secret" in str(dict(os.environ)) else "no-token")
         """)
     report = _grade(tmp_path, attack + CORRECT, seed=4242)

@@ -52,6 +52,11 @@ def forbidden_roots() -> list[str]:
     return roots
 
 
+def skipped_layers() -> list[str]:
+    """The layers not to try (a test of the modes with fewer layers says which)."""
+    return [x for x in os.environ.get(SKIP_LAYERS_VARIABLE, "").split(",") if x]
+
+
 class Child:
     """One worker process and its two pipes."""
 
@@ -78,7 +83,7 @@ class Child:
             self.output = output_file()
             pid = self.server.spawn(workdir, child_environment(str(workdir), self.marker),
                                     (request_read, result_write, self.output),
-                                    forbidden_roots())
+                                    forbidden_roots(), skipped_layers())
             self.process = forkserver.Forked(self.server, pid)
             os.close(request_read)
             os.close(result_write)
@@ -103,7 +108,7 @@ class Child:
                 "newroot": str(newroot),
                 "forbidden_roots": forbidden_roots(),
                 "require_fs_isolation": not limits.unsafe_no_fs_isolation,
-                "skip": [x for x in os.environ.get(SKIP_LAYERS_VARIABLE, "").split(",") if x],
+                "skip": skipped_layers(),
                 "uid": self.uid,
                 "private_paths": list(limits.private_paths),
                 "disk_bytes": limits.disk_mb << 20,

@@ -191,6 +191,71 @@ def _unshare(libc):
     return []
 
 
+class RunNamespaces:
+    """Where the fork server may make pid namespaces (root): it makes one for each run's first
+    process, which is then the namespace's init and the run's relay at once (``split``), and a
+    run costs a process less than when the run makes its namespaces itself (:func:`confine`).
+    Elsewhere (no privilege, namespaces refused) ``enter`` says no and nothing changes."""
+
+    def __init__(self):
+        self.libc = _libc()
+        try:
+            self.own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            self.own = None
+
+    def enter(self):
+        """In the server, before a fork: is its next child the first of a new pid namespace?"""
+        return self.own is not None and self.libc.unshare(CLONE_NEWPID) == 0
+
+    def leave(self):
+        """In the server, after that fork: its later children are in its own namespace again
+        (else the next run's first process would join this run's namespace)."""
+        if self.libc.setns(self.own, CLONE_NEWPID) != 0:
+            os._exit(70)  # (the grader starts a new server)
+
+    def split(self, server, status_write):
+        """In that fork (pid 1): make the run's other namespaces, fork the runner, which returns
+        the names of the namespaces it is in, and reap until the runner ends; then write its
+        wait status to ``status_write`` (the server reports it as the run's) and end, with it
+        the namespace and everything in it."""
+        _die_with_parent(self.libc)
+        if os.getppid() != server:
+            os._exit(70)
+        entered = ["pid-namespace"]
+        for flags, names in ((CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC, ALL_NAMESPACES[1:]),
+                             (CLONE_NEWNET | CLONE_NEWIPC, ["network-namespace", "ipc-namespace"]),
+                             (CLONE_NEWNET, ["network-namespace"])):
+            if self.libc.unshare(flags) == 0:
+                entered += names
+                break
+        runner = os.fork()
+        if runner == 0:
+            os.close(status_write)
+            _die_with_parent(self.libc)
+            return entered
+        _reap_until(runner, status_write)
+
+
+def _reap_until(runner, status_write):
+    """Pid 1 of a run's namespace: reap what ends, until the runner does; pass on its status."""
+    os.closerange(0, status_write)
+    os.closerange(status_write + 1, os.sysconf("SC_OPEN_MAX"))
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except InterruptedError:
+            continue
+        except BaseException:  # noqa: BLE001 - nothing but the runner's end may end the init
+            os._exit(70)
+        if pid == runner:
+            with contextlib.suppress(OSError):
+                os.write(status_write, struct.pack("i", status))
+            os._exit(0)
+
+
 def _die_with_parent(libc):
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
@@ -686,7 +751,7 @@ def warm(own_pid):
 FS_LAYERS = ("read-only-root", "landlock", "unprivileged-uid")
 
 
-def confine(options, needed):
+def confine(options, needed, entered=None):
     """Apply every layer allowed here, in order; return the names of those in effect.
 
     ``options``: ``workdir`` and ``newroot`` (an empty directory for the new root's mount),
@@ -694,7 +759,8 @@ def confine(options, needed):
     run's own unprivileged user, for the drop as root) and ``disk_bytes`` (what the run may
     write in all, where it has its own root). ``needed``: paths that must stay readable for the
     uid drop (the interpreter, NumPy). May fork (see the module's docstring): only the process
-    that will run the submission returns.
+    that will run the submission returns. ``entered``: the namespaces this process is in
+    already (:class:`RunNamespaces`), none to make here.
     """
     try:
         libc = _libc()
@@ -705,13 +771,14 @@ def confine(options, needed):
     shared = prepare(options.get("forbidden_roots") or (), needed)
     forbidden = shared.forbidden
     active = []
-    entered = _unshare(libc) if "namespaces" not in skip else []
+    if entered is None:
+        entered = _unshare(libc) if "namespaces" not in skip else []
+        if "pid-namespace" in entered:
+            _split_into_namespace(libc)
     active += entered
-    if "pid-namespace" in entered:
-        _split_into_namespace(libc)
-        protected = ([], [])  # no process outside the namespace can even be named
-    else:
-        protected = ancestors()  # (before /proc could be replaced)
+    # in a pid namespace of its own no process outside can even be named; elsewhere the
+    # grader's are protected (looked up before /proc could be replaced)
+    protected = ([], []) if "pid-namespace" in entered else ancestors()
     if "mount-namespace" in entered and "read-only-root" not in skip:
         try:
             _build_root(libc, os.path.realpath(options["newroot"]), workdir, shared.root_steps,

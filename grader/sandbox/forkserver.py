@@ -102,10 +102,11 @@ class ForkServer:
         raise EOFError(f"the fork server did not answer {op!r}")
 
     def spawn(self, cwd: Path, env: dict[str, str], fds: tuple[int, int, int],
-              forbidden_roots: list[str]) -> int:
+              forbidden_roots: list[str], skip: list[str]) -> int:
         import socket
 
-        request = {"op": "spawn", "cwd": str(cwd), "env": env, "forbidden_roots": forbidden_roots}
+        request = {"op": "spawn", "cwd": str(cwd), "env": env, "forbidden_roots": forbidden_roots,
+                   "skip": skip}
         socket.send_fds(self.socket, [json.dumps(request).encode()], list(fds))
         spawned = self._until("spawned", IMPORTS_SECONDS if self.importing else 10.0)
         self.importing = False

@@ -427,7 +427,8 @@ def main():
         _load("_ag_zygote", "zygote.py").serve_forks(
             int(sys.argv[2]), serve, apply_limits,
             prepare=lambda request: confinement.prepare(request.get("forbidden_roots", ()), NEEDED),
-            warm=confinement.warm)  # (each fork then only loads its seccomp filter)
+            warm=confinement.warm,  # (each fork then only loads its seccomp filter)
+            namespaces=confinement.RunNamespaces())
         return
     serve(int(sys.argv[1]), int(sys.argv[2]))
 
@@ -445,7 +446,8 @@ def refusal(options, layers):
     return None
 
 
-def serve(request_fd, result_fd):
+def serve(request_fd, result_fd, entered=None):
+    """Run one submission (``entered``: the namespaces the fork server made for it)."""
     setup, _ = wire.read_frame(request_fd)
     channel = Channel(result_fd, setup["nonce"])
     _student_files.add(setup["filename"])
@@ -458,7 +460,7 @@ def serve(request_fd, result_fd):
     signal.signal(signal.SIGALRM, on_alarm)
     signal.signal(signal.SIGPROF, on_alarm)
     options = setup["confine"]
-    layers = confinement.confine(options, needed=NEEDED)
+    layers = confinement.confine(options, needed=NEEDED, entered=entered)
     refused = refusal(options, layers)
     # sent before any student code runs, so the submission cannot forge it
     channel.send({"type": "hardened", "layers": layers, "refused": refused})

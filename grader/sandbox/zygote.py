@@ -11,6 +11,7 @@ import os
 import select
 import signal
 import socket
+import struct
 
 _here = os.path.dirname(os.path.abspath(__file__))
 
@@ -22,10 +23,12 @@ def _load(name, filename):
     return module
 
 
-def serve_forks(control_fd, serve, apply_limits, prepare=None, warm=None):
+def serve_forks(control_fd, serve, apply_limits, prepare=None, warm=None, namespaces=None):
     """Fork one fresh child per request and have it ``serve`` the run (``prepare``, given the
     request, works out here once what every fork would otherwise work out for itself; ``warm``,
-    given this server's pid, likewise for what depends on the server itself).
+    given this server's pid, likewise for what depends on the server itself; ``namespaces``,
+    where it can, makes each fork the first process of a pid namespace of its own: see
+    ``confine.RunNamespaces``).
 
     Requests arrive on a SOCK_SEQPACKET socket with the run's three fds (request, result, stdout)
     attached; answers are ``spawned`` (with the pid) and ``exited`` (with the return code). A
@@ -42,6 +45,7 @@ def serve_forks(control_fd, serve, apply_limits, prepare=None, warm=None):
     control = socket.socket(fileno=control_fd)
     running = set()
     servers = set()  # the servers forked from this one: no run's, never swept
+    statuses = {}  # fork -> the pipe its runner's status comes through (see RunNamespaces)
 
     def report_exits():
         while True:
@@ -52,6 +56,9 @@ def serve_forks(control_fd, serve, apply_limits, prepare=None, warm=None):
             if pid == 0:
                 return
             servers.discard(pid)
+            reported = statuses.pop(pid, None)
+            if reported is not None:  # the fork was the init of the run's namespace
+                status = _runner_status(reported, status)
             if pid in running:
                 running.discard(pid)
                 code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
@@ -72,9 +79,17 @@ def serve_forks(control_fd, serve, apply_limits, prepare=None, warm=None):
         if request["op"] == "spawn":
             if prepare is not None:
                 prepare(request)
+            contained = (namespaces is not None and "namespaces" not in request.get("skip", ())
+                         and namespaces.enter())
+            status_read, status_write = os.pipe() if contained else (None, None)
             pid = os.fork()
             if pid == 0:
-                _forked_run(control, request, fds, serve, libc)
+                _forked_run(control, request, fds, serve, libc,
+                            (namespaces, status_write) if contained else None)
+            if contained:
+                namespaces.leave()
+                os.close(status_write)
+                statuses[pid] = status_read
             for fd in fds:
                 os.close(fd)
             running.add(pid)
@@ -137,11 +152,25 @@ def _reap_others(running):
             return
 
 
-def _forked_run(control, request, fds, serve, libc):
-    """In the fork: become a fresh session with the run's fds, directory and environment."""
+def _runner_status(reported, status):
+    """The wait status the init of a run's namespace passed on for its runner (``status``, its
+    own, when it passed on none: it was killed first)."""
+    try:
+        data = os.read(reported, 4)
+    except OSError:
+        data = b""
+    finally:
+        os.close(reported)
+    return struct.unpack("i", data)[0] if len(data) == 4 else status
+
+
+def _forked_run(control, request, fds, serve, libc, contained=None):
+    """In the fork: become a fresh session with the run's fds, directory and environment
+    (``contained``: this fork is pid 1 of a new namespace, and makes the runner there)."""
     # what the server holds is never collected here: a collection would write to every one of
     # its objects, and so copy every page of them
     gc.freeze()
+    server = os.getppid()
     try:
         control.close()
         request_fd, result_fd, out_fd = fds
@@ -152,7 +181,7 @@ def _forked_run(control, request, fds, serve, libc):
         os.dup2(null, 0)
         os.dup2(out_fd, 1)
         os.dup2(out_fd, 2)
-        keep = sorted({0, 1, 2, request_fd, result_fd})
+        keep = sorted({0, 1, 2, request_fd, result_fd, *([contained[1]] if contained else [])})
         for low, high in zip(keep, keep[1:] + [1 << 16]):
             os.closerange(low + 1, high)
         os.chdir(request["cwd"])
@@ -161,7 +190,12 @@ def _forked_run(control, request, fds, serve, libc):
         libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
         os.environ.clear()
         os.environ.update(request["env"])
-        serve(request_fd, result_fd)
+        if contained:
+            namespaces, status_write = contained
+            entered = namespaces.split(server, status_write)  # (only the runner returns)
+            serve(request_fd, result_fd, entered)
+        else:
+            serve(request_fd, result_fd)
     except BaseException:  # noqa: BLE001 - a fork must never return into the server loop
         os._exit(70)
     os._exit(0)
