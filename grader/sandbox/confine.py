@@ -7,8 +7,10 @@ In order:
    root directly, otherwise inside a user namespace) and forks twice: a tiny init that only reaps
    (pid 1: when it dies the kernel kills everything the submission started), and the runner,
    which goes on here. The process that called :func:`confine` stays outside, waits for the
-   runner and exits as it did. The runner sees only its own processes (a fresh ``/proc``): no
-   ancestor's ``cmdline``, ``environ`` or ``mem``, no classmate to signal.
+   runner and exits as it did. Where the fork server may make pid namespaces (root), the run's
+   first process is pid 1 of its own already, and is both the init and that relay: it forks
+   only the runner (:class:`RunNamespaces`). The runner sees only its own processes (a fresh
+   ``/proc``): no ancestor's ``cmdline``, ``environ`` or ``mem``, no classmate to signal.
 2. ``read-only-root``: the runner pivots into a new root holding read-only binds of the system
    and Python directories only, the grader's own packages hidden under empty mounts, a few
    device nodes, a read-only ``/proc``, and one writable place: its working directory, with a

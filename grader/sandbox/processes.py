@@ -269,10 +269,11 @@ def kill_run(pid: int, marker: str, spared: set[int], *, settle: bool = True,
 
 
 def end_contained_run(pid: int) -> None:
-    """Kill a run whose processes are all in a pid namespace below its first process ``pid``
-    (the relay outside it): its group, and it. The namespace's init dies with it (it asked
-    for SIGKILL on its parent's death), and with the init every process in the namespace, however
-    it moved group or session; nothing else can be the run's."""
+    """Kill a run whose processes are all in a pid namespace of its first process ``pid``
+    (the relay outside it, or the namespace's init itself): its group, and it. The namespace's
+    init dies with it (it is it, or asked for SIGKILL on its parent's death), and with the init
+    every process in the namespace, however it moved group or session; nothing else can be the
+    run's."""
     _ended_sessions.append(pid)
     del _ended_sessions[:-64]
     for kill in (os.killpg, os.kill):
