@@ -229,6 +229,10 @@ def local_executor(jobs: int) -> Iterator[Callable[[Job], Future[dict[str, Any]]
     # unsafe: then workers start from a clean forkserver instead (which, like "spawn", needs the
     # caller's script to guard its entry point with `if __name__ == "__main__":`).
     method = "fork" if threading.active_count() == 1 else "forkserver"
+    if method == "fork":  # imported once here, not once per worker (they inherit it)
+        from grader.pipeline import import_numeric_stages
+
+        import_numeric_stages()
     context = multiprocessing.get_context(method)
     with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context,
                              initializer=_warm_worker) as pool:
