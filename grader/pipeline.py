@@ -28,11 +28,51 @@ if TYPE_CHECKING:
 
 
 def import_numeric_stages() -> None:
-    """NumPy and the numeric stages; called while the child starts (see ``sandbox.run``)."""
+    """NumPy and the numeric stages, in the grader's own process; called while the child starts
+    (see ``sandbox.run``)."""
     import grader.core.assignments
     import grader.core.diagnose
     import grader.core.report
     import grader.core.scoring  # noqa: F401
+
+    _one_blas_thread()
+
+
+#: what OpenBLAS builds call the function that sets their thread count
+_BLAS_THREAD_SETTERS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_",
+                        "openblas_set_num_threads64_")
+
+
+_blas_threads_set = False
+
+
+def _one_blas_thread() -> None:
+    """Have the OpenBLAS that NumPy loaded use one thread in this process: the grader's arrays
+    are small, its idle threads spin after each product, taking CPU from the students' runs, and
+    the reference's last bits then do not depend on the machine's cores (what threadpoolctl
+    does; nothing happens where the library or the function is missing). Once per process
+    (a forked one keeps it)."""
+    import ctypes
+
+    global _blas_threads_set
+    if _blas_threads_set:
+        return
+    _blas_threads_set = True
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "openblas" in line.lower()}
+    except OSError:
+        return
+    for path in paths:
+        try:
+            library = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in _BLAS_THREAD_SETTERS:
+            setter = getattr(library, name, None)
+            if setter is not None:
+                setter(1)
+                break
 
 
 def infer_assignment(names: Sequence[str]) -> str | None:

@@ -397,3 +397,25 @@ def test_a_slow_library_is_imported_once_by_a_server_forked_from_the_lean_one(
         sandbox.use_fork_server(False)
     assert other["score"] == other["max_score"]
     assert {r["score"] for r in reports} == {reports[0]["max_score"]}
+
+
+def test_the_grader_computes_with_one_blas_thread(tmp_path: Path) -> None:
+    """After a grading, the OpenBLAS NumPy loaded in the grader's own process uses one thread:
+    idle BLAS threads spin after each product and take CPU from the students' runs, and the
+    reference's last bits then do not depend on how many cores the machine has."""
+    import ctypes
+
+    from grader import grade
+
+    path = tmp_path / "attention.py"
+    shutil.copy(ATTENTION / "correct_matmul.py", path)
+    grade(path, assignment="attention")
+    with open("/proc/self/maps") as maps:
+        libraries = {line.split()[-1] for line in maps if "openblas" in line.lower()}
+    getters = [getattr(ctypes.CDLL(library), name, None) for library in libraries
+               for name in ("openblas_get_num_threads", "scipy_openblas_get_num_threads64_",
+                            "openblas_get_num_threads64_")]
+    getters = [getter for getter in getters if getter is not None]
+    if not getters:
+        pytest.skip("NumPy here is not built on OpenBLAS")
+    assert {getter() for getter in getters} == {1}
