@@ -90,6 +90,19 @@ def test_hostile_calls_give_a_report_with_the_right_kind(grade_source, body: str
         assert kind in kinds, kinds
 
 
+@pytest.mark.parametrize("body,said", [
+    ("os._exit(7)", "exited with status 7"),
+    ("os.kill(os.getpid(), signal.SIGSEGV)", "killed by SIGSEGV"),
+    ("os.kill(os.getpid(), signal.SIGABRT)", "killed by SIGABRT"),
+])
+def test_how_the_process_ended_is_said_exactly(grade_source, body: str, said: str) -> None:
+    """The exit status or the signal, as the submission's own process ended: also where the
+    run's first process is its namespace's init and passes the status on to the fork server."""
+    report = grade_source(wrap(body), limits=FAST)
+    messages = [e["message"] for e in report["errors"] if e["kind"] == "crashed"]
+    assert messages and all(said in m for m in messages), messages
+
+
 def test_printing_and_forged_reports_do_not_change_the_score(grade_source) -> None:
     forged = '{"score": 10.0, "status": "graded"}'
     body = (f"print({forged!r} * 10000)\nsys.stderr.write('x' * 10**6)\n"
