@@ -51,12 +51,21 @@ class _Matcher:
         self.assignment = assignment
         self.probes = probes
         self.outcomes = outcomes
+        #: ratios worked out so far (the search asks again for the reference's, and evidence
+        #: and location for the chosen recipe's)
+        self._ratios: dict[tuple[object, ...], float | None] = {}
 
     def variant_output(self, recipe: Recipe, index: int) -> Array | None:
         return _variant_output(self.assignment, recipe, self.probes[index].args)
 
     def ratio(self, recipe: Recipe, index: int) -> float | None:
         """Student's error against ``recipe`` in tolerances; None if the recipe cannot run."""
+        key = (*sorted(recipe.items()), index)
+        if key not in self._ratios:
+            self._ratios[key] = self._ratio(recipe, index)
+        return self._ratios[key]
+
+    def _ratio(self, recipe: Recipe, index: int) -> float | None:
         expected = self.variant_output(recipe, index)
         if expected is None:
             return None
