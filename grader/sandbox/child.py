@@ -64,6 +64,7 @@ class Child:
                  limits: Limits, spawned: Spawned | None = None) -> None:
         self.nonce = secrets.token_hex(16)
         self.limits = limits
+        roots = forbidden_roots()
         self.server = forkserver.current()  # before listing what to spare: the server is one of them
         self.process: subprocess.Popen[bytes] | forkserver.Forked
         #: the run's processes are all inside a pid namespace of its own (its child said so
@@ -83,7 +84,7 @@ class Child:
             self.output = output_file()
             pid = self.server.spawn(workdir, child_environment(str(workdir), self.marker),
                                     (request_read, result_write, self.output),
-                                    forbidden_roots(), skipped_layers())
+                                    roots, skipped_layers())
             self.process = forkserver.Forked(self.server, pid)
             os.close(request_read)
             os.close(result_write)
@@ -102,11 +103,11 @@ class Child:
             "sources": list(submission.sources),
             "filename": printable_name(submission.path.name),  # tracebacks say attention.py, not a temp path
             "limits": limits.for_child(),
-            "forbidden_roots": forbidden_roots(),
+            "forbidden_roots": roots,
             "confine": {
                 "workdir": str(workdir),
                 "newroot": str(newroot),
-                "forbidden_roots": forbidden_roots(),
+                "forbidden_roots": roots,
                 "require_fs_isolation": not limits.unsafe_no_fs_isolation,
                 "skip": skipped_layers(),
                 "uid": self.uid,

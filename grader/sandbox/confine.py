@@ -172,6 +172,9 @@ def _write_id_maps(uid, gid):
 
 
 ALL_NAMESPACES = ["pid-namespace", "mount-namespace", "network-namespace", "ipc-namespace"]
+#: where a run cannot have them all: the namespaces it may still have, fewest lost first
+PARTIAL_NAMESPACES = ((CLONE_NEWNET | CLONE_NEWIPC, ["network-namespace", "ipc-namespace"]),
+                      (CLONE_NEWNET, ["network-namespace"]))
 
 
 def _unshare(libc):
@@ -183,8 +186,7 @@ def _unshare(libc):
     if libc.unshare(CLONE_NEWUSER | full) == 0:
         _write_id_maps(uid, gid)
         return list(ALL_NAMESPACES)
-    for flags, names in ((CLONE_NEWNET | CLONE_NEWIPC, ["network-namespace", "ipc-namespace"]),
-                         (CLONE_NEWNET, ["network-namespace"])):
+    for flags, names in PARTIAL_NAMESPACES:
         if libc.unshare(flags) == 0:
             return names
         if libc.unshare(CLONE_NEWUSER | flags) == 0:
@@ -226,8 +228,7 @@ class RunNamespaces:
             os._exit(70)
         entered = ["pid-namespace"]
         for flags, names in ((CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC, ALL_NAMESPACES[1:]),
-                             (CLONE_NEWNET | CLONE_NEWIPC, ["network-namespace", "ipc-namespace"]),
-                             (CLONE_NEWNET, ["network-namespace"])):
+                             *PARTIAL_NAMESPACES):
             if self.libc.unshare(flags) == 0:
                 entered += names
                 break

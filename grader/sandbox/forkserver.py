@@ -45,7 +45,7 @@ class ForkServer:
         # directory (a folder made here outlived pool workers that end without exit handlers)
         self.home = tempfile.gettempdir()
         self.exits: dict[int, int] = {}
-        self.process: subprocess.Popen[bytes] | _Forked
+        self.process: subprocess.Popen[bytes] | _ForkedServer
         try:
             if fork_of is not None:
                 self.process = fork_of.fork_server(theirs.fileno(), frameworks)
@@ -112,7 +112,7 @@ class ForkServer:
         self.importing = False
         return int(spawned["pid"])
 
-    def fork_server(self, control_fd: int, imports: tuple[str, ...]) -> _Forked:
+    def fork_server(self, control_fd: int, imports: tuple[str, ...]) -> _ForkedServer:
         """Have this server fork a second one, which imports ``imports`` (those it has not yet)
         and then serves on the other end of ``control_fd``."""
         import socket
@@ -123,7 +123,7 @@ class ForkServer:
         self.importing = False
         if "pidfd" not in answer:
             raise EOFError("the fork server forked no server")
-        return _Forked(int(answer["pid"]), int(answer["pidfd"]))
+        return _ForkedServer(int(answer["pid"]), int(answer["pidfd"]))
 
     def wait(self, pid: int, timeout: float) -> int | None:
         deadline = time.monotonic() + timeout
@@ -161,7 +161,7 @@ class ForkServer:
         self.process.wait()
 
 
-class _Forked:
+class _ForkedServer:
     """The ``Popen``-like handle of a server forked by another server: not this process's
     child, so watched and killed through a pidfd (which no other process can come to name)."""
 
