@@ -22,7 +22,9 @@ import multiprocessing
 import os
 import re
 import resource
+import shutil
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -206,10 +208,13 @@ def _peak_rss_mb() -> float:
     return round(peak / 1024 if sys.platform != "darwin" else peak / 2**20, 1)
 
 
-def _warm_worker() -> None:
-    """Pool initializer: import the grading stages and start the fork server once."""
+def _warm_worker(scratch: str | None = None) -> None:
+    """Pool initializer: make ``scratch`` this worker's temporary folder (its runs' folders go
+    there), import the grading stages and start the fork server once."""
     from grader import pipeline, sandbox
 
+    if scratch is not None:
+        tempfile.tempdir = scratch
     sandbox.start_fork_server()
     pipeline.import_numeric_stages()
 
@@ -224,7 +229,23 @@ def _grade_entry_warm(job: Job) -> dict[str, Any]:
 
 
 @contextmanager
-def local_executor(jobs: int) -> Iterator[Callable[[Job], Future[dict[str, Any]]]]:
+def batch_scratch() -> Iterator[str]:
+    """A temporary folder for the workers of one batch, removed with all in it when the batch
+    ends: a worker that is killed (by a submission running as its user, say) leaves its runs'
+    folders behind, and only a process that outlives it can remove them."""
+    scratch = tempfile.mkdtemp(prefix="attention-grader-batch-")
+    try:
+        # searchable, not listable, as each run's own folder in it (runs that continue as a uid
+        # of their own reach their folder by its absolute path)
+        os.chmod(scratch, 0o711)
+        yield scratch
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@contextmanager
+def local_executor(jobs: int, scratch: str | None = None
+                   ) -> Iterator[Callable[[Job], Future[dict[str, Any]]]]:
     # Forking is cheapest and works from any script, but forking a multi-threaded process is
     # unsafe: then workers start from a clean forkserver instead (which, like "spawn", needs the
     # caller's script to guard its entry point with `if __name__ == "__main__":`).
@@ -235,7 +256,7 @@ def local_executor(jobs: int) -> Iterator[Callable[[Job], Future[dict[str, Any]]
         import_numeric_stages()
     context = multiprocessing.get_context(method)
     with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context,
-                             initializer=_warm_worker) as pool:
+                             initializer=_warm_worker, initargs=(scratch,)) as pool:
         yield lambda job: pool.submit(grade_entry, job)
 
 
@@ -361,7 +382,6 @@ def run_batch(entries: Sequence[Entry], assignment: str, out_dir: Path, *, jobs:
     else:
         _run_locally(todo, jobs, record)
     ordered = [rows[i] for i in range(len(entries))]
-    ordered = [rows[i] for i in range(len(entries))]
     write_summaries(ordered, out_dir, assignment)
     return BatchResult(ordered, len(todo), len(entries) - len(todo),
                        time.monotonic() - started, peak)
@@ -373,21 +393,22 @@ def _run_locally(todo: Sequence[tuple[int, Job]], jobs: int,
     breaks the whole pool: the unfinished ones are graded again in a new pool, and if that breaks
     too, one at a time, so only the submission that does it is reported as crashed."""
     pending = list(todo)
-    for round_number in range(3):
-        if not pending:
-            return
-        broken: list[tuple[int, Job]] = []
-        batches = [pending] if round_number < 2 else [[item] for item in pending]
-        for batch in batches:
-            with local_executor(min(jobs, len(batch))) as submit:
-                futures = {submit(job): (index, job) for index, job in batch}
-                for future in as_completed(futures):
-                    index, job = futures[future]
-                    if isinstance(future.exception(), BrokenProcessPool) and round_number < 2:
-                        broken.append((index, job))
-                    else:
-                        record(index, job, _collect(future, job))
-        pending = sorted(broken, key=lambda item: item[0])
+    with batch_scratch() as scratch:
+        for round_number in range(3):
+            if not pending:
+                return
+            broken: list[tuple[int, Job]] = []
+            batches = [pending] if round_number < 2 else [[item] for item in pending]
+            for batch in batches:
+                with local_executor(min(jobs, len(batch)), scratch) as submit:
+                    futures = {submit(job): (index, job) for index, job in batch}
+                    for future in as_completed(futures):
+                        index, job = futures[future]
+                        if isinstance(future.exception(), BrokenProcessPool) and round_number < 2:
+                            broken.append((index, job))
+                        else:
+                            record(index, job, _collect(future, job))
+            pending = sorted(broken, key=lambda item: item[0])
 
 
 def _collect(future: Any, job: Job) -> dict[str, Any]:

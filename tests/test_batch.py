@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -255,7 +256,8 @@ def test_a_submission_that_kills_its_worker_costs_only_itself(tmp_path: Path) ->
 
 def test_a_worker_dying_mid_grading_costs_only_its_submission(tmp_path: Path) -> None:
     """The pool's recovery itself, whatever kills the worker (here the grading function is made
-    to kill its own process for one student, in a process of its own)."""
+    to kill its own process for one student, in a process of its own); the dead worker's
+    folders are removed all the same."""
     folder = tmp_path / "class"
     folder.mkdir()
     for name in ("ann", "bob", "cyd", "eve"):
@@ -279,12 +281,15 @@ def test_a_worker_dying_mid_grading_costs_only_its_submission(tmp_path: Path) ->
             print(json.dumps({{r["student"]: [r["score"], r["errors"]] for r in result.rows}}))
         """)
     (tmp_path / "run.py").write_text(script)
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
     done = subprocess.run([sys.executable, str(tmp_path / "run.py")], capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, env={**os.environ, "TMPDIR": str(temporary)})
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout.splitlines()[-1])
     assert rows["ann"] == rows["bob"] == rows["cyd"] == [10.0, []]
     assert rows["eve"] == [0.0, ["crashed"]]
+    assert list(temporary.iterdir()) == []
 
 
 def test_student_names_are_shown_never_applied_in_class_outputs(tmp_path: Path) -> None:
@@ -308,8 +313,6 @@ def test_student_names_are_shown_never_applied_in_class_outputs(tmp_path: Path) 
 
 
 def test_a_batch_leaves_nothing_in_the_temporary_folder(tmp_path: Path) -> None:
-    import os
-
     temporary = tmp_path / "tmp"
     temporary.mkdir()
     folder = tmp_path / "class"
