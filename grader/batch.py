@@ -243,13 +243,37 @@ def batch_scratch() -> Iterator[str]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-@contextmanager
-def local_executor(jobs: int, scratch: str | None = None
-                   ) -> Iterator[Callable[[Job], Future[dict[str, Any]]]]:
+def start_method() -> str:
     # Forking is cheapest and works from any script, but forking a multi-threaded process is
     # unsafe: then workers start from a clean forkserver instead (which, like "spawn", needs the
     # caller's script to guard its entry point with `if __name__ == "__main__":`).
-    method = "fork" if threading.active_count() == 1 else "forkserver"
+    return "fork" if threading.active_count() == 1 else "forkserver"
+
+
+@contextmanager
+def warmed_parent(jobs: Sequence[Job], method: str) -> Iterator[None]:
+    """Where the pool's workers are forked from this process, what each would otherwise work
+    out for itself is worked out here, once, before they are: a fork server for them to fork
+    theirs from (started first, with the course's framework, so that it starts up while this
+    process goes on), the numeric stages, the assignments' probes and reference answers."""
+    if method != "fork" or not jobs:
+        yield
+        return
+    from grader import registry, sandbox
+    from grader.pipeline import warm_up
+
+    assignments = sorted({(job.assignment, job.seed) for job in jobs})
+    frameworks = {registry.get(name).interface.arrays for name, _ in assignments}
+    with sandbox.shared_fork_server(tuple(sorted(frameworks & set(registry.FRAMEWORK_PACKAGES)))):
+        for name, seed in assignments:
+            warm_up(name, seed)
+        yield
+
+
+@contextmanager
+def local_executor(jobs: int, scratch: str | None = None, method: str | None = None
+                   ) -> Iterator[Callable[[Job], Future[dict[str, Any]]]]:
+    method = method or start_method()
     if method == "fork":  # imported once here, not once per worker (they inherit it)
         from grader.pipeline import import_numeric_stages
 
@@ -393,14 +417,15 @@ def _run_locally(todo: Sequence[tuple[int, Job]], jobs: int,
     breaks the whole pool: the unfinished ones are graded again in a new pool, and if that breaks
     too, one at a time, so only the submission that does it is reported as crashed."""
     pending = list(todo)
-    with batch_scratch() as scratch:
+    method = start_method()
+    with batch_scratch() as scratch, warmed_parent([job for _, job in todo], method):
         for round_number in range(3):
             if not pending:
                 return
             broken: list[tuple[int, Job]] = []
             batches = [pending] if round_number < 2 else [[item] for item in pending]
             for batch in batches:
-                with local_executor(min(jobs, len(batch)), scratch) as submit:
+                with local_executor(min(jobs, len(batch)), scratch, method) as submit:
                     futures = {submit(job): (index, job) for index, job in batch}
                     for future in as_completed(futures):
                         index, job = futures[future]

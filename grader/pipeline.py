@@ -38,6 +38,21 @@ def import_numeric_stages() -> None:
     _one_blas_thread()
 
 
+def warm_up(assignment: str, seed: int) -> None:
+    """What grading any submission of ``assignment`` first works out, worked out now: the
+    numeric stages, the assignment, its probes and the reference's answers to them (a batch's
+    parent does this once, while the fork server starts, for all the workers it forks)."""
+    import_numeric_stages()
+    import grader.core.divergence  # noqa: F401
+    from grader.core.assignments import get
+    from grader.core.report import schema
+
+    spec = get(assignment)
+    for probe in spec.probes(seed):
+        spec.reference_on(probe)
+    schema()
+
+
 #: what OpenBLAS builds call the function that sets their thread count
 _BLAS_THREAD_SETTERS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads64_",
                         "openblas_set_num_threads64_")

@@ -422,3 +422,76 @@ def test_the_grader_computes_with_one_blas_thread(tmp_path: Path) -> None:
     if not getters:
         pytest.skip("NumPy here is not built on OpenBLAS")
     assert {getter() for getter in getters} == {1}
+
+
+def test_the_workers_fork_their_servers_from_one_started_before_them(tmp_path: Path) -> None:
+    """Each pool worker's fork server is a fork of one server the batch started before the
+    workers (which it forked from its own warmed-up process): no worker starts an interpreter
+    that imports NumPy, or the course's framework, again. The reports are the usual ones."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for name in ("ann", "bob", "cyd", "dan", "eve", "fay"):
+        fixture = "scale_by_dk.py" if name == "bob" else "correct_matmul.py"
+        (folder / f"{name}.py").write_text((ATTENTION / fixture).read_text())
+    script = textwrap.dedent(f"""\
+        import json, os
+        from pathlib import Path
+        import grader.batch as batch
+        from grader.sandbox import forkserver
+
+        original = batch.grade_entry
+
+        def parent(pid):
+            return int(Path(f"/proc/{{pid}}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+        def grade_entry(job):
+            report = original(job)
+            server = forkserver.current()
+            report["metadata"]["seen"] = [os.getpid(), parent(server.process.pid),
+                                          forkserver._shared.server.process.pid]
+            return report
+
+        if __name__ == "__main__":
+            batch.grade_entry = grade_entry
+            out = Path({str(tmp_path / "out")!r})
+            result = batch.run_batch(batch.discover([{str(folder)!r}]), "attention", out,
+                                     jobs=2)
+            seen = [json.loads((out / row["report"]).read_text())["metadata"]["seen"]
+                    for row in result.rows]
+            print(json.dumps({{"main": os.getpid(), "seen": seen,
+                              "scores": [row["score"] for row in result.rows]}}))
+        """)
+    (tmp_path / "run.py").write_text(script)
+    done = subprocess.run([sys.executable, str(tmp_path / "run.py")], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    ran = json.loads(done.stdout.splitlines()[-1])
+    workers = {worker for worker, _, _ in ran["seen"]}
+    shared = {shared for _, _, shared in ran["seen"]}
+    assert len(workers) == 2 and len(shared) == 1
+    assert all(server_parent in shared for _, server_parent, _ in ran["seen"])
+    assert [score == 10.0 for score in ran["scores"]] == [True, False, True, True, True, True]
+
+
+def test_an_answer_left_on_a_shared_server_is_never_taken_for_another(tmp_path: Path) -> None:
+    """Workers take turns on the shared server's socket: a worker that died after asking for a
+    server, before reading the answer, leaves that answer there; the next worker must get the
+    server forked for it, not that one (whose control socket is gone, so it ends)."""
+    import socket
+
+    from grader.sandbox.forkserver import ForkServer
+
+    shared = ForkServer(())
+    try:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        request = {"op": "server", "names": [], "id": "the-dead-worker's"}
+        socket.send_fds(shared.socket, [json.dumps(request).encode()], [theirs.fileno()])
+        theirs.close()
+        forked = ForkServer((), fork_of=shared)
+        ours.close()  # (the dead worker's end: its server ends)
+        with pytest.raises(subprocess.TimeoutExpired):
+            forked.process.wait(timeout=0.5)
+        assert forked.alive()
+        forked.close()
+    finally:
+        shared.close()

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["SKIP_LAYERS_VARIABLE", "Planner", "Submission", "fork_from", "run",
-           "start_fork_server", "use_fork_server", "warm_frameworks"]
+           "shared_fork_server", "start_fork_server", "use_fork_server", "warm_frameworks"]
 
 
 def __getattr__(name: str) -> Any:
@@ -27,12 +27,14 @@ def __getattr__(name: str) -> Any:
         from grader.sandbox.child import SKIP_LAYERS_VARIABLE
 
         return SKIP_LAYERS_VARIABLE
-    if name in ("start_fork_server", "use_fork_server", "warm_frameworks", "fork_from"):
+    if name in ("start_fork_server", "use_fork_server", "warm_frameworks", "fork_from",
+                "shared_fork_server"):
         from grader.sandbox import forkserver
 
         return {"start_fork_server": forkserver.start, "use_fork_server":
                 forkserver.use_fork_server, "warm_frameworks": forkserver.warm_frameworks,
-                "fork_from": forkserver.fork_from}[name]
+                "fork_from": forkserver.fork_from,
+                "shared_fork_server": forkserver.shared_with_forks}[name]
     if name == "Submission":
         from grader.model import Submission
 

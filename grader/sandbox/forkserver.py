@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -93,12 +94,18 @@ class ForkServer:
             os.close(fd)
         return message
 
-    def _until(self, op: str, seconds: float) -> dict[str, Any]:
+    def _until(self, op: str, seconds: float, ident: str | None = None) -> dict[str, Any]:
+        """The next answer ``op`` (to the request ``ident``, if given: on a server several
+        processes take turns on, an answer may be left by one that died before reading it)."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             message = self._receive(deadline - time.monotonic())
-            if message is not None and message.get("op") == op:
+            if message is None or message.get("op") != op:
+                continue
+            if ident is None or message.get("id") == ident:
                 return message
+            if "pidfd" in message:  # (its server sees its control socket close, and ends)
+                os.close(message["pidfd"])
         raise EOFError(f"the fork server did not answer {op!r}")
 
     def spawn(self, cwd: Path, env: dict[str, str], fds: tuple[int, int, int],
@@ -117,9 +124,11 @@ class ForkServer:
         and then serves on the other end of ``control_fd``."""
         import socket
 
-        request = {"op": "server", "names": [n for n in imports if n not in self.frameworks]}
+        ident = secrets.token_hex(8)
+        request = {"op": "server", "names": [n for n in imports if n not in self.frameworks],
+                   "id": ident}
         socket.send_fds(self.socket, [json.dumps(request).encode()], [control_fd])
-        answer = self._until("server", IMPORTS_SECONDS if self.importing else 10.0)
+        answer = self._until("server", IMPORTS_SECONDS if self.importing else 10.0, ident)
         self.importing = False
         if "pidfd" not in answer:
             raise EOFError("the fork server forked no server")
@@ -266,12 +275,67 @@ def _server(with_libraries: bool) -> ForkServer:
         if server is not None:
             server.close()
         server = None
-        if with_libraries:  # forked from the lean server: NumPy and the frameworks are loaded
-            with contextlib.suppress(EOFError, OSError):
+        with contextlib.suppress(EOFError, OSError):
+            if with_libraries:  # forked from the lean server: NumPy and the frameworks are loaded
                 server = ForkServer(_imports(True), fork_of=_server(False))
+            else:
+                server = _fork_of_shared()
         server = _servers[with_libraries] = server or ForkServer(_imports(with_libraries))
         atexit.register(server.close)
     return server
+
+
+class _Shared:
+    """A lean server that the processes forked from the one that started it (a batch's pool
+    workers) fork their own servers from, taking turns on its socket under ``lock``; watched
+    through a pidfd, since it is not their child."""
+
+    def __init__(self, server: ForkServer, lock: Any) -> None:
+        self.server, self.lock, self.owner = server, lock, os.getpid()
+        self.pidfd = os.pidfd_open(server.process.pid)
+
+    def alive(self) -> bool:
+        return not select.select([self.pidfd], [], [], 0)[0]
+
+
+_shared: _Shared | None = None
+
+
+def _fork_of_shared() -> ForkServer | None:
+    """This process's lean server as a fork of the shared one, where there is one for it."""
+    shared = _shared
+    if shared is None or shared.owner == os.getpid() or not shared.alive():
+        return None
+    # (a holder that died under the lock must not stop the others: they start their own)
+    if not shared.lock.acquire(timeout=10.0):
+        return None
+    try:
+        return ForkServer(_imports(False), fork_of=shared.server)
+    finally:
+        shared.lock.release()
+
+
+@contextlib.contextmanager
+def shared_with_forks(frameworks: tuple[str, ...] = ()) -> Iterator[None]:
+    """Start a lean server now, with ``frameworks``, for the processes this one forks meanwhile
+    (a batch's pool workers): each forks its own server from it, instead of starting an
+    interpreter that imports NumPy (and the course's framework) again. It starts up while this
+    process goes on (preparing what the workers inherit), and ends with the context."""
+    global _shared
+    import multiprocessing
+
+    try:
+        server = ForkServer(frameworks)
+        _shared = _Shared(server, multiprocessing.get_context("fork").Lock())
+    except (AttributeError, OSError):  # (no pidfd_open: each worker starts its own server)
+        yield
+        return
+    try:
+        yield
+    finally:
+        shared, _shared = _shared, None
+        os.close(shared.pidfd)
+        shared.server.close()
 
 
 def current() -> ForkServer | None:

@@ -108,11 +108,12 @@ def serve_forks(control_fd, serve, apply_limits, prepare=None, warm=None, namesp
                 handle = os.pidfd_open(pid)  # (before it can be reaped: it is this server's pid)
             except (AttributeError, OSError):  # (an old kernel: the grader starts a server anew)
                 os.kill(pid, signal.SIGKILL)
-                control.send(json.dumps({"op": "server", "pid": pid}).encode())
+                control.send(json.dumps({"op": "server", "pid": pid,
+                                         "id": request.get("id")}).encode())
                 continue
+            answer = {"op": "server", "pid": pid, "id": request.get("id")}
             try:
-                socket.send_fds(control, [json.dumps({"op": "server", "pid": pid}).encode()],
-                                [handle])
+                socket.send_fds(control, [json.dumps(answer).encode()], [handle])
             finally:
                 os.close(handle)
         elif request["op"] == "sweep":  # kill what a finished run left adopted by us
