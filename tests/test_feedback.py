@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from grader import grade
@@ -326,3 +327,51 @@ def test_a_cell_that_reads_what_check_returns_still_runs_while_grading(grade_sou
                "if not fb.passed:\n    print('keep going')")
     report = grade_source(notebook(correct, reading), "reads_feedback.ipynb")
     assert report["score"] == report["max_score"] and report["errors"] == []
+
+
+def _same_as_written(computed: np.ndarray, stage: np.ndarray) -> bool:
+    """``same`` for same-shaped arrays, as its contract reads: values at or below the blocked
+    threshold count as -inf, and the tolerance is allclose's, with atol scaled by the stage's
+    largest finite |value| (at least 1)."""
+    from grader.core.locate import BLOCKED_BELOW
+
+    a = np.where(computed <= BLOCKED_BELOW, -np.inf, computed)
+    b = np.where(stage <= BLOCKED_BELOW, -np.inf, stage)
+    finite = np.abs(b[np.isfinite(b)])
+    scale = max(float(finite.max()) if finite.size else 1.0, 1.0)
+    return bool(np.allclose(a, b, rtol=1e-5, atol=1e-7 * scale, equal_nan=True))
+
+
+def test_a_traced_value_is_matched_with_a_stage_as_allclose_would() -> None:
+    """The fast comparison of a traced value with a stage (which places every quoted line)
+    agrees with the plain one on every kind of value: close and not, NaN, infinities, blocked
+    (masked) scores, large and tiny magnitudes, empty arrays."""
+    from grader.core.locate import same
+
+    rng = np.random.default_rng(5)
+    cases = []
+    for scale in (1e-6, 1.0, 1e4):
+        base = rng.normal(size=(3, 4)) * scale
+        cases += [(base, base), (base + 1e-9, base), (base * (1 + 1e-3), base),
+                  (-base, base), (base, base + 1e-6 * scale)]
+    for special in (np.nan, np.inf, -np.inf, -1e9):
+        other = rng.normal(size=(2, 3))
+        marked = other.copy()
+        marked[0, 1] = special
+        cases += [(marked, other), (other, marked), (marked, marked.copy())]
+    blocked = rng.normal(size=(2, 3))
+    blocked[1, 2] = -1e9
+    cases += [(np.where(blocked < -1e4, -1e10, blocked), blocked),
+              (np.zeros((0, 3)), np.zeros((0, 3)))]
+    for computed, stage in cases:
+        assert same(computed, stage) == _same_as_written(computed, stage), (computed, stage)
+
+
+def test_placing_a_mistake_keeps_no_array_afterwards(grade_source) -> None:
+    """What the placing of a mistake memoises holds the arrays it compared; it is emptied when
+    the placing ends, so nothing of one submission stays in the grader for the next."""
+    from grader.core import locate
+
+    report = grade_source((SUBMISSIONS / "attention" / "scale_by_dk.py").read_text())
+    assert any(m.get("location") for m in report["misconceptions"])
+    assert locate._SAME == {}

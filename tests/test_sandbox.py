@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -496,3 +497,26 @@ def test_what_happens_in_the_traced_reruns_changes_no_outcome(tmp_path: Path) ->
             "    return _graded(Q, K, V, mask)\n"))
         assert (late["score"], late["errors"]) == (plain["score"], plain["errors"]), afterwards
         assert [f["id"] for f in late["misconceptions"]] == [f["id"] for f in plain["misconceptions"]]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a Linux prctl")
+def test_a_fork_of_a_subreaper_becomes_one_itself() -> None:
+    """Being the subreaper that collects a run's orphans is not inherited by a fork (a batch's
+    pool worker, forked from a process that graded before), so the fork must ask for it again
+    and not take its parent's word for it."""
+    import ctypes
+
+    from grader.sandbox.processes import become_subreaper
+
+    assert become_subreaper()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child's answer is its exit status
+        libc = ctypes.CDLL(None, use_errno=True)
+        flag = ctypes.c_int(-1)
+        libc.prctl(37, ctypes.byref(flag), 0, 0, 0)  # PR_GET_CHILD_SUBREAPER
+        before = flag.value
+        become_subreaper()
+        libc.prctl(37, ctypes.byref(flag), 0, 0, 0)
+        os._exit(0 if (before, flag.value) == (0, 1) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

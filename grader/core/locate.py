@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -133,7 +134,10 @@ def located(finding: Finding, assignment: Assignment, probes: Sequence[Probe],
     only, from where its batched calls failed)."""
     if not sources:
         return finding
-    place = _quoted(assignment, probes, outcomes, finding.id, recipe, sources)
+    try:
+        place = _quoted(assignment, probes, outcomes, finding.id, recipe, sources)
+    finally:
+        _SAME.clear()  # (what ``same`` found holds the arrays: none is kept beyond this call)
     if place is not None and place.unused:
         return dataclasses.replace(finding, place=place, fix=_unused_fix(place))
     if place is None and from_failed_calls:
@@ -350,14 +354,14 @@ def _first_place(assignment: Assignment, probe: Probe, traced: Sequence[TracedVa
         return unused
     for stage in allowed:  # the row's order: where the mistake is best pointed at first
         value = mistaken.get(stage)
-        if value is None or (stage in correct and same(value, correct[stage])):
+        if value is None or (stage in correct and _same(value, correct[stage])):
             continue
         # a skipped step (no scaling, no mask, no W_o) leaves a value the correct path has
         # too, at an earlier stage: the line that computes it is the one the step belongs after
-        used = next((name for name, other in correct_path.items() if same(value, other)), None)
+        used = next((name for name, other in correct_path.items() if _same(value, other)), None)
         hits = [(t.depth if used or at_call else 0, order, t) for order, t in enumerate(traced)
-                if not t.changes_input and same(t.array, value)
-                and (used or not any(same(t.array, o) for o in correct_path.values()))]
+                if not t.changes_input and _same(t.array, value)
+                and (used or not any(_same(t.array, o) for o in correct_path.values()))]
         if hits:  # made first (a mistake) or, for a skipped step, made by the outermost code
             best = min(hits, key=lambda hit: hit[:2])[2]
             return Place(best.cell, best.line, stage, used)
@@ -374,17 +378,17 @@ def _unused_value(traced: Sequence[TracedValue], mistaken: Mapping[str, Array],
     before = [*correct.values(), *inputs.values()]
     for stage, right in correct.items():
         wrong = mistaken.get(stage)
-        if wrong is not None and (same(wrong, right)
-                                  or not any(same(wrong, other) for other in before)):
+        if wrong is not None and (_same(wrong, right)
+                                  or not any(_same(wrong, other) for other in before)):
             continue
         found = [t for t in traced if not t.changes_input and t.array.size > 1
-                 and same(t.array, right)
-                 and not any(same(t.array, o) for o in (*mistaken.values(), *inputs.values()))]
+                 and _same(t.array, right)
+                 and not any(_same(t.array, o) for o in (*mistaken.values(), *inputs.values()))]
         if not found:
             continue
         dead = min(found, key=lambda t: t.depth)  # the outermost: where the value is left
         went_on = min((t for t in traced if not t.changes_input and wrong is not None
-                       and same(t.array, wrong)), key=lambda t: t.depth, default=None)
+                       and _same(t.array, wrong)), key=lambda t: t.depth, default=None)
         return Place(dead.cell, dead.line, stage, unused=True,
                      unused_for=(went_on.cell, went_on.line) if went_on else None)
     return None
@@ -396,8 +400,28 @@ def same(computed: Array, stage: Array) -> bool:
     return any(_close(computed, target) for target in _targets(stage, computed.shape))
 
 
+def _same(computed: Array, stage: Array) -> bool:
+    """``same``, found once while one mistake is placed (see ``_SAME``)."""
+    key = (id(computed), id(stage))
+    known = _SAME.get(key)
+    if known is not None and known[0] is computed and known[1] is stage:
+        return known[2]
+    found = same(computed, stage)
+    if len(_SAME) >= _SAME_ENTRIES:
+        _SAME.clear()
+    _SAME[key] = (computed, stage, found)
+    return found
+
+
+#: what ``same`` found while one mistake is placed (``located``), with both arrays held, so
+#: that neither identity is reused meanwhile: the same traced value is compared with the same
+#: stage several times, to find the line, then the mistake's other lines
+_SAME: dict[tuple[int, int], tuple[Array, Array, bool]] = {}
+_SAME_ENTRIES = 4096
+
+
 def _targets(stage: Array, shape: tuple[int, ...]) -> Iterator[Array]:
-    size = int(np.prod(shape))
+    size = math.prod(shape)
     if stage.shape == shape:
         yield stage
     elif stage.size == size and np.squeeze(stage).shape == tuple(d for d in shape if d != 1):
@@ -415,12 +439,14 @@ def _targets(stage: Array, shape: tuple[int, ...]) -> Iterator[Array]:
 def _close(a: Array, b: Array) -> bool:
     if a.shape != b.shape:
         return False
-    if (a.size and np.isfinite(a).all() and np.isfinite(b).all()
-            and a.min() > BLOCKED_BELOW and b.min() > BLOCKED_BELOW):
-        # (the hot path, as allclose below computes it for finite values, without its overhead)
-        magnitude = np.abs(b)
-        atol = 1e-7 * max(float(magnitude.max()), 1.0)
-        return bool((np.abs(a - b) <= atol + 1e-5 * magnitude).all())
+    if a.size:
+        # (the hot path, as allclose below computes it for finite values, without its overhead:
+        # a NaN makes the minimum NaN, which no comparison passes)
+        low, high = float(b.min()), float(b.max())
+        if (low > BLOCKED_BELOW and high < np.inf and a.min() > BLOCKED_BELOW
+                and a.max() < np.inf):
+            atol = 1e-7 * max(abs(low), abs(high), 1.0)
+            return bool((np.abs(a - b) <= atol + 1e-5 * np.abs(b)).all())
     a = np.where(a <= BLOCKED_BELOW, -np.inf, a)
     b = np.where(b <= BLOCKED_BELOW, -np.inf, b)
     finite = np.abs(b[np.isfinite(b)])

@@ -4,6 +4,7 @@ submission and its confinement, then read frame by frame with deadlines."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import secrets
 import select
@@ -45,11 +46,16 @@ def run_uid(pid: int) -> int:
 
 
 def forbidden_roots() -> list[str]:
+    return list(_forbidden_roots())
+
+
+@functools.cache
+def _forbidden_roots() -> tuple[str, ...]:  # (looked up once per process)
     roots = [str(p) for p in PACKAGE_ROOTS if p.is_dir()]
     tests = PACKAGE_ROOTS[0].parent / "tests"
     if (PACKAGE_ROOTS[0].parent / "pyproject.toml").is_file() and tests.is_dir():
         roots.append(str(tests))
-    return roots
+    return tuple(roots)
 
 
 def skipped_layers() -> list[str]:

@@ -38,15 +38,24 @@ def child_environment(home: str, marker: str) -> dict[str, str]:
     return env
 
 
+#: the process that is a subreaper already (a fork is not: it must ask again)
+_subreaper: int | None = None
+
+
 def become_subreaper() -> bool:
     """Make orphaned descendants (setsid daemons) children of this process, so they can be killed."""
+    global _subreaper
     if not sys.platform.startswith("linux"):
         return False
+    if _subreaper == os.getpid():
+        return True
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        done = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+    _subreaper = os.getpid() if done else None
+    return done
 
 
 def _stat(pid: int | str) -> list[str] | None:
