@@ -8,7 +8,9 @@ fixture, must be the submission's own text at that place.
 from __future__ import annotations
 
 import re
+import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -375,3 +377,42 @@ def test_placing_a_mistake_keeps_no_array_afterwards(grade_source) -> None:
     report = grade_source((SUBMISSIONS / "attention" / "scale_by_dk.py").read_text())
     assert any(m.get("location") for m in report["misconceptions"])
     assert locate._SAME == {}
+
+
+def test_the_tracer_records_every_change_made_in_place(tmp_path: Path) -> None:
+    """An array changed in place is a new value on the line that changed it, each time (code
+    that fills an array row by row computes a stage per row); a test input changed in place is
+    said once, as such, and its change back to what came in is no new value; an array left as
+    it was is recorded once, however many lines run while it is alive. (Unchanged arrays are
+    told from their bytes: this pins down that the shortcut misses no change.)"""
+    from grader.sandbox import trace as tracing
+
+    source = textwrap.dedent("""\
+        import numpy as np
+        def f(x):
+            out = np.zeros((2, 3))
+            keep = np.ones(3)
+            out[0] = x[0] * 2
+            out[1] = x[1] * 2
+            out[0] = 0.0
+            x *= 0.5
+            x *= 2.0
+            return out
+        """)
+    path = tmp_path / "student.py"
+    path.write_text(source)
+    namespace: dict[str, Any] = {}
+    exec(compile(source, str(path), "exec"), namespace)
+    x = np.arange(6.0).reshape(2, 3)
+    values = tracing.traced(lambda args: namespace["f"](*args), [x], lambda f: f == str(path))
+    recorded = [(line, name, np.asarray(array).tolist()) for _, line, _, name, array in values]
+    zero = [0.0, 0.0, 0.0]
+    assert recorded == [
+        (3, "out", [zero, zero]),
+        (4, "keep", [1.0, 1.0, 1.0]),
+        (5, "out", [[0.0, 2.0, 4.0], zero]),
+        (6, "out", [[0.0, 2.0, 4.0], [6.0, 8.0, 10.0]]),
+        (7, "out", [zero, [6.0, 8.0, 10.0]]),
+        (8, tracing.CHANGED_INPUT, [[0.0, 0.5, 1.0], [1.5, 2.0, 2.5]]),
+        (10, "<return>", [zero, [6.0, 8.0, 10.0]]),
+    ]

@@ -18,6 +18,8 @@ MAX_EVENTS = 20_000
 MAX_SECONDS = 0.5
 MAX_VALUES = 300
 MAX_ELEMENTS = 4096
+#: arrays up to this size are also kept as bytes, to tell cheaply that they have not changed
+MAX_RAW_ELEMENTS = 1024
 #: the name of the entry kept for the line that changed an input array in place
 CHANGED_INPUT = "<changed input>"
 
@@ -65,6 +67,14 @@ def _array(array):
     return _asarray(array, dtype=np.float64).copy()
 
 
+def _raw(value):
+    """What an array was when its entry was made (shape, dtype, bytes): the same bytes again mean
+    the same values, found without a comparison per line (None: not a NumPy array, or large)."""
+    if not isinstance(value, _ndarray) or value.size > MAX_RAW_ELEMENTS:
+        return None
+    return value.shape, value.dtype, value.tobytes()
+
+
 class Recorder:
     """Keeps, for each local of each student frame, its latest array value and the line that
     produced it; a name bound to a new object starts a new entry (``values`` in order)."""
@@ -72,7 +82,7 @@ class Recorder:
     def __init__(self, is_student_file):
         self.is_student_file = is_student_file
         self.values = []  # [filename, line, depth, name, array]
-        self.current = {}  # (frame id, name) -> (object id, index in values)
+        self.current = {}  # (frame id, name) -> (object id, index in values, _raw of the value)
         self.previous_line = {}  # frame id -> the line that ran last in that frame
         self.depth = {}  # frame id -> how deep below the graded function
         self.events = 0
@@ -129,6 +139,9 @@ class Recorder:
             return
         known = self.current.get(key) if key is not None else None
         if known is not None and known[0] == id(value):
+            if (known[2] is not None and value.shape == known[2][0]
+                    and value.dtype == known[2][1] and value.tobytes() == known[2][2]):
+                return  # the very bytes its entry was made from (the hot path)
             entry = self.values[known[1]]
             if isinstance(value, _ndarray) and value.shape == entry[4].shape and \
                     _array_equal(value, entry[4], equal_nan=True):
@@ -144,7 +157,7 @@ class Recorder:
                 # changed in place, by this line: a value of its own (what it held before
                 # stays, as code that fills an array slice by slice computes a stage each time)
                 self.values.append([filename, line, depth, name, array])
-                self.current[key] = (id(value), len(self.values) - 1)
+                self.current[key] = (id(value), len(self.values) - 1, _raw(value))
             else:
                 self.full = True
             return
@@ -153,14 +166,14 @@ class Recorder:
             return
         if filename is None:  # an input: watched for changes, never reported as computed
             self.values.append([None, 0, 0, name, array])
-            self.current[key] = (id(value), len(self.values) - 1)
+            self.current[key] = (id(value), len(self.values) - 1, _raw(value))
             return
         if len(self.values) >= MAX_VALUES:
             self.full = True
             return
         self.values.append([filename, line, depth, name, array])
         if key is not None:
-            self.current[key] = (id(value), len(self.values) - 1)
+            self.current[key] = (id(value), len(self.values) - 1, _raw(value))
 
 
 def traced(invoke, args, is_student_file, returned=None):
