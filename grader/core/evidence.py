@@ -151,6 +151,24 @@ MAX_CALL_CHARS = 12_000
 MAX_PASTED_NUMBERS = 48
 
 
+#: the text of each test input written out, kept with its (read-only) array: a batch writes
+#: the same few inputs into the reports of hundreds of students, and NumPy's printing is slow
+_PASTEABLE: dict[int, tuple[np.ndarray, str]] = {}
+
+
+def _pasteable(value: np.ndarray) -> str:
+    known = _PASTEABLE.get(id(value))
+    if known is not None and known[0] is value and not value.flags.writeable:
+        return known[1]
+    text = np.array2string(value, separator=", ", threshold=10_000, max_line_width=100,
+                           floatmode="unique")
+    if not value.flags.writeable:  # (a probe's input, made once; anything else is not kept)
+        if len(_PASTEABLE) >= 256:
+            _PASTEABLE.clear()
+        _PASTEABLE[id(value)] = (value, text)
+    return text
+
+
 def call_text(assignment: Assignment, probe: Probe) -> str:
     """The probe as Python the student can paste: small arrays written out; a larger public
     test input fetched by name with ``grader.probe_inputs`` (a hidden one's arrays are written
@@ -176,9 +194,7 @@ def call_text(assignment: Assignment, probe: Probe) -> str:
                 call_args.append(seen[id(value)])
                 continue
             seen[id(value)] = name
-            text = np.array2string(value, separator=", ", threshold=10_000,
-                                   max_line_width=100, floatmode="unique")
-            lines.append(f"{name} = np.array({text})")
+            lines.append(f"{name} = np.array({_pasteable(value)})")
             call_args.append(name)
         else:
             call_args.append(repr(value))
