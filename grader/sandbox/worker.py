@@ -203,14 +203,30 @@ def grader_stub():
     return module
 
 
+#: the student's frames of a traceback, listed, by where it passed: a call that raises (a stub's
+#: NotImplementedError) raises from the same place for every probe, and listing its frames
+#: looks up the source of every frame
+_listed = {}
+
+
 def student_traceback(exc):
-    frames = [
-        f
-        for f in traceback.extract_tb(exc.__traceback__)
-        if f.filename in _student_files or f.filename.startswith(f"<{STUDENT_FILE_MARK}")
-    ]
-    lines = traceback.format_list(frames[-4:])
-    text = "".join(lines) + "".join(traceback.format_exception_only(type(exc), exc))
+    places = []
+    tb = exc.__traceback__
+    while tb is not None:
+        places.append((tb.tb_frame.f_code, tb.tb_lineno, tb.tb_lasti))
+        tb = tb.tb_next
+    key = tuple(places)
+    listed = _listed.get(key)
+    if listed is None:
+        frames = [
+            f
+            for f in traceback.extract_tb(exc.__traceback__)
+            if f.filename in _student_files or f.filename.startswith(f"<{STUDENT_FILE_MARK}")
+        ]
+        listed = "".join(traceback.format_list(frames[-4:]))
+        if len(_listed) < 64:
+            _listed[key] = listed
+    text = listed + "".join(traceback.format_exception_only(type(exc), exc))
     return text[-2000:]
 
 
