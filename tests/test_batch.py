@@ -466,9 +466,9 @@ def test_the_workers_fork_their_servers_from_one_started_before_them(tmp_path: P
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     ran = json.loads(done.stdout.splitlines()[-1])
-    workers = {worker for worker, _, _ in ran["seen"]}
+    # (however the six are shared out among the workers: that depends on the machine's load)
     shared = {shared for _, _, shared in ran["seen"]}
-    assert len(workers) == 2 and len(shared) == 1
+    assert len(shared) == 1 and shared != {ran["main"]}
     assert all(server_parent in shared for _, server_parent, _ in ran["seen"])
     assert [score == 10.0 for score in ran["scores"]] == [True, False, True, True, True, True]
 
