@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import glob
@@ -263,10 +264,14 @@ def warmed_parent(jobs: Sequence[Job], method: str) -> Iterator[None]:
     from grader.pipeline import warm_up
 
     assignments = sorted({(job.assignment, job.seed) for job in jobs})
-    frameworks = {registry.get(name).interface.arrays for name, _ in assignments}
+    frameworks = {registry.get(name).interface.arrays for name, _ in assignments
+                  if registry.exists(name)}
     with sandbox.shared_fork_server(tuple(sorted(frameworks & set(registry.FRAMEWORK_PACKAGES)))):
         for name, seed in assignments:
-            warm_up(name, seed)
+            # (only a head start: what fails here fails again for each submission, and is
+            # reported there)
+            with contextlib.suppress(Exception):
+                warm_up(name, seed)
         yield
 
 

@@ -326,8 +326,13 @@ def shared_with_forks(frameworks: tuple[str, ...] = ()) -> Iterator[None]:
 
     try:
         server = ForkServer(frameworks)
+    except OSError:  # (each worker starts its own server, and says what failed)
+        yield
+        return
+    try:
         _shared = _Shared(server, multiprocessing.get_context("fork").Lock())
     except (AttributeError, OSError):  # (no pidfd_open: each worker starts its own server)
+        server.close()
         yield
         return
     try:

@@ -206,7 +206,7 @@ def grader_stub():
 #: the student's frames of a traceback, listed, by where it passed: a call that raises (a stub's
 #: NotImplementedError) raises from the same place for every probe, and listing its frames
 #: looks up the source of every frame
-_listed = {}
+_listed: dict = {}
 
 
 def student_traceback(exc):
