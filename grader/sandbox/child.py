@@ -83,7 +83,8 @@ class Child:
         if self.server is not None:
             self.marker = secrets.token_hex(8)
             # the processes to spare are read only where a clean-up may have to look for strays
-            self.spared = None if self.server.contains_runs else own_children()
+            self.spared = (None if self.server.contains_runs
+                           else own_children() | forkserver.server_pids())
             request_read, self.request_write = os.pipe()
             self.result_read, result_write = os.pipe()
             #: what the child prints (read back with ``spawn.printed``; the run closes it)

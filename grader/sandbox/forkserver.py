@@ -343,6 +343,12 @@ def shared_with_forks(frameworks: tuple[str, ...] = ()) -> Iterator[None]:
         shared.server.close()
 
 
+def server_pids() -> set[int]:
+    """The pids of this process's servers (a run's clean-up must not take one of them, the
+    second server a child of the first, for something the run left)."""
+    return {server.process.pid for server in _servers.values() if server.alive()}
+
+
 def current() -> ForkServer | None:
     if not _use_fork_server:
         return None
