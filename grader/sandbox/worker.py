@@ -218,11 +218,8 @@ def student_traceback(exc):
     key = tuple(places)
     listed = _listed.get(key)
     if listed is None:
-        frames = [
-            f
-            for f in traceback.extract_tb(exc.__traceback__)
-            if f.filename in _student_files or f.filename.startswith(f"<{STUDENT_FILE_MARK}")
-        ]
+        frames = [f for f in traceback.extract_tb(exc.__traceback__)
+                  if is_student_file(f.filename)]
         listed = "".join(traceback.format_list(frames[-4:]))
         if len(_listed) < 64:
             _listed[key] = listed

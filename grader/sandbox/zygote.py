@@ -104,16 +104,15 @@ def serve_forks(control_fd, serve, apply_limits, prepare=None, warm=None, namesp
             for fd in fds:
                 os.close(fd)
             servers.add(pid)
+            answer = json.dumps({"op": "server", "pid": pid, "id": request.get("id")}).encode()
             try:
                 handle = os.pidfd_open(pid)  # (before it can be reaped: it is this server's pid)
             except (AttributeError, OSError):  # (an old kernel: the grader starts a server anew)
                 os.kill(pid, signal.SIGKILL)
-                control.send(json.dumps({"op": "server", "pid": pid,
-                                         "id": request.get("id")}).encode())
+                control.send(answer)
                 continue
-            answer = {"op": "server", "pid": pid, "id": request.get("id")}
             try:
-                socket.send_fds(control, [json.dumps(answer).encode()], [handle])
+                socket.send_fds(control, [answer], [handle])
             finally:
                 os.close(handle)
         elif request["op"] == "sweep":  # kill what a finished run left adopted by us
