@@ -197,9 +197,11 @@ def _unshare(libc):
 
 class RunNamespaces:
     """Where the fork server may make pid namespaces (root): it makes one for each run's first
-    process, which is then the namespace's init and the run's relay at once (``split``), and a
-    run costs a process less than when the run makes its namespaces itself (:func:`confine`).
-    Elsewhere (no privilege, namespaces refused) ``enter`` says no and nothing changes."""
+    process, which is then the namespace's init and runs the submission itself (``split``). A
+    run costs two processes less than when it makes its namespaces itself (:func:`confine`:
+    an init, the runner and a relay), and one less than with an init of its own: a fork of the
+    server, with its copy of the server's memory, is the costly part of a run. Elsewhere (no
+    privilege, namespaces refused) ``enter`` says no and nothing changes."""
 
     def __init__(self):
         self.libc = _libc()
@@ -219,10 +221,10 @@ class RunNamespaces:
             os._exit(70)  # (the grader starts a new server)
 
     def split(self, server, status_write):
-        """In that fork (pid 1): make the run's other namespaces, fork the runner, which returns
-        the names of the namespaces it is in, and reap until the runner ends; then write its
-        wait status to ``status_write`` (the server reports it as the run's) and end, with it
-        the namespace and everything in it."""
+        """In that fork (pid 1): make the run's other namespaces and return their names; the
+        submission runs here. When this process ends, the kernel ends everything in the
+        namespace with it. A signal it sends itself ends it as it would end any other process
+        (:func:`die_of_own_signals`), and the server hears of it through ``status_write``."""
         _die_with_parent(self.libc)
         if os.getppid() != server:
             os._exit(70)
@@ -232,31 +234,56 @@ class RunNamespaces:
             if self.libc.unshare(flags) == 0:
                 entered += names
                 break
-        runner = os.fork()
-        if runner == 0:
-            os.close(status_write)
-            _die_with_parent(self.libc)
-            return entered
-        _reap_until(runner, status_write)
+        die_of_own_signals(self.libc, status_write)
+        return entered
 
 
-def _reap_until(runner, status_write):
-    """Pid 1 of a run's namespace: reap what ends, until the runner does; pass on its status."""
-    os.closerange(0, status_write)
-    os.closerange(status_write + 1, os.sysconf("SC_OPEN_MAX"))
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, signal.SIG_IGN)
-    while True:
-        try:
-            pid, status = os.waitpid(-1, 0)
-        except InterruptedError:
-            continue
-        except BaseException:  # noqa: BLE001 - nothing but the runner's end may end the init
-            os._exit(70)
-        if pid == runner:
-            with contextlib.suppress(OSError):
-                os.write(status_write, struct.pack("i", status))
-            os._exit(0)
+#: the signals whose default is to end a process (but SIGKILL and SIGSTOP, which nothing can
+#: catch, and SIGINT, SIGPIPE, SIGXFSZ, SIGALRM and SIGPROF, which the runner handles or ignores)
+_ENDING_SIGNALS = tuple(getattr(signal, name) for name in (
+    "SIGHUP", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE", "SIGUSR1",
+    "SIGSEGV", "SIGUSR2", "SIGTERM", "SIGSTKFLT", "SIGXCPU", "SIGVTALRM", "SIGIO", "SIGPWR",
+    "SIGSYS") if hasattr(signal, name)) + tuple(range(signal.SIGRTMIN, signal.SIGRTMAX + 1))
+#: the signals of a fault: their handler must be reset as it runs, or the faulting instruction
+#: would run again, into the same handler, forever
+_FAULT_SIGNALS = frozenset(getattr(signal, name) for name in (
+    "SIGILL", "SIGTRAP", "SIGBUS", "SIGFPE", "SIGSEGV", "SIGSYS") if hasattr(signal, name))
+SA_ONSTACK, SA_RESETHAND = 0x08000000, 0x80000000
+
+
+def die_of_own_signals(libc, status_write):
+    """The init of a pid namespace ignores each signal from inside its namespace, its own
+    included, that it has no handler for: ``os.kill(os.getpid(), signal.SIGABRT)`` would do
+    nothing. So each ending signal gets a handler that passes the death on (as its wait status,
+    through ``status_write``) and ends the process. A fault (a bad address in C code, say) is
+    forced on it by the kernel, and ends it by its default action: its signal's handler is a
+    one-shot one, reset to that default as it runs, and where that cannot be had the signal
+    keeps its default (then only a fault's signal that the process sends itself is lost)."""
+
+    def died_of(signum, frame):
+        with contextlib.suppress(OSError):
+            os.write(status_write, struct.pack("i", signum))
+        os._exit(0)
+
+    for signum in _ENDING_SIGNALS:
+        with contextlib.suppress(OSError, ValueError):
+            if signal.getsignal(signum) != signal.SIG_DFL:
+                continue  # (ignored or handled already: as for any other process)
+            signal.signal(signum, died_of)
+            if signum in _FAULT_SIGNALS and not _one_shot(libc, signum):
+                signal.signal(signum, signal.SIG_DFL)
+
+
+def _one_shot(libc, signum):
+    """Make the handler of ``signum`` one-shot (SA_RESETHAND). C's ``struct sigaction`` is the
+    handler, a 1024-bit mask, then the flags: False where it is not (CPython sets SA_ONSTACK,
+    which is checked for), or where the C library refuses."""
+    action = ctypes.create_string_buffer(256)
+    flags = ctypes.c_uint.from_buffer(action, ctypes.sizeof(ctypes.c_void_p) + 128)
+    if libc.sigaction(signum, None, action) != 0 or not flags.value & SA_ONSTACK:
+        return False
+    flags.value |= SA_RESETHAND
+    return libc.sigaction(signum, action, None) == 0
 
 
 def _die_with_parent(libc):

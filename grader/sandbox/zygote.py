@@ -27,8 +27,8 @@ def serve_forks(control_fd, serve, apply_limits, prepare=None, warm=None, namesp
     """Fork one fresh child per request and have it ``serve`` the run (``prepare``, given the
     request, works out here once what every fork would otherwise work out for itself; ``warm``,
     given this server's pid, likewise for what depends on the server itself; ``namespaces``,
-    where it can, makes each fork the first process of a pid namespace of its own: see
-    ``confine.RunNamespaces``).
+    where it can, makes each fork the first process of a pid namespace of its own, which runs
+    the submission there: see ``confine.RunNamespaces``).
 
     Requests arrive on a SOCK_SEQPACKET socket with the run's three fds (request, result, stdout)
     attached; answers are ``spawned`` (with the pid) and ``exited`` (with the return code). A
@@ -45,7 +45,7 @@ def serve_forks(control_fd, serve, apply_limits, prepare=None, warm=None, namesp
     control = socket.socket(fileno=control_fd)
     running = set()
     servers = set()  # the servers forked from this one: no run's, never swept
-    statuses = {}  # fork -> the pipe its runner's status comes through (see RunNamespaces)
+    statuses = {}  # fork -> the pipe a death by its own signal is told through (RunNamespaces)
 
     def report_exits():
         while True:
@@ -148,8 +148,8 @@ def _forked_server(control, request, fds, serve, apply_limits, prepare, warm, na
 
 
 def _runner_status(reported, status):
-    """The wait status the init of a run's namespace passed on for its runner (``status``, its
-    own, when it passed on none: it was killed first)."""
+    """The wait status of the init of a run's namespace: the one it passed on when a signal
+    it sent itself ended it (see ``confine.die_of_own_signals``), else its own."""
     try:
         data = os.read(reported, 4)
     except OSError:
@@ -161,7 +161,7 @@ def _runner_status(reported, status):
 
 def _forked_run(control, request, fds, serve, libc, contained=None):
     """In the fork: become a fresh session with the run's fds, directory and environment
-    (``contained``: this fork is pid 1 of a new namespace, and makes the runner there)."""
+    (``contained``: this fork is pid 1 of a new namespace, and runs the submission there)."""
     # what the server holds is never collected here: a collection would write to every one of
     # its objects, and so copy every page of them
     gc.freeze()
@@ -187,7 +187,7 @@ def _forked_run(control, request, fds, serve, libc, contained=None):
         os.environ.update(request["env"])
         if contained:
             namespaces, status_write = contained
-            entered = namespaces.split(server, status_write)  # (only the runner returns)
+            entered = namespaces.split(server, status_write)
             serve(request_fd, result_fd, entered)
         else:
             serve(request_fd, result_fd)
