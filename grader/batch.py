@@ -256,7 +256,8 @@ def warmed_parent(jobs: Sequence[Job], method: str) -> Iterator[None]:
     """Where the pool's workers are forked from this process, what each would otherwise work
     out for itself is worked out here, once, before they are: a fork server for them to fork
     theirs from (started first, with the course's framework, so that it starts up while this
-    process goes on), the numeric stages, the assignments' probes and reference answers."""
+    process goes on), and one with the slow libraries the students import, forked from it; the
+    numeric stages, the assignments' probes and reference answers."""
     if method != "fork" or not jobs:
         yield
         return
@@ -272,6 +273,9 @@ def warmed_parent(jobs: Sequence[Job], method: str) -> Iterator[None]:
             # reported there)
             with contextlib.suppress(Exception):
                 warm_up(name, seed)
+        # (after the warm-up, when the shared server is up: it forks this one at once)
+        sandbox.share_libraries(tuple(sorted(set().union(
+            *(slow_imports(job.entry.files) for job in jobs)))))
         yield
 
 

@@ -453,11 +453,16 @@ def test_the_grader_computes_with_one_blas_thread(tmp_path: Path) -> None:
 def test_the_workers_fork_their_servers_from_one_started_before_them(tmp_path: Path) -> None:
     """Each pool worker's fork server is a fork of one server the batch started before the
     workers (which it forked from its own warmed-up process): no worker starts an interpreter
-    that imports NumPy, or the course's framework, again. The reports are the usual ones."""
+    that imports NumPy, or the course's framework, again. The students who import scipy are
+    forked from each worker's second server, itself a fork of one shared server with scipy:
+    a class imports scipy once, not once per worker. The reports are the usual ones."""
+    pytest.importorskip("scipy")
     folder = tmp_path / "class"
     folder.mkdir()
-    for name in ("ann", "bob", "cyd", "dan", "eve", "fay"):
-        fixture = "scale_by_dk.py" if name == "bob" else "correct_matmul.py"
+    fixtures = {"bob": "scale_by_dk.py", "dan": "correct_logsumexp_tuple.py",
+                "gus": "correct_logsumexp_tuple.py"}
+    for name in ("ann", "bob", "cyd", "dan", "eve", "fay", "gus"):
+        fixture = fixtures.get(name, "correct_matmul.py")
         (folder / f"{name}.py").write_text((ATTENTION / fixture).read_text())
     script = textwrap.dedent(f"""\
         import json, os
@@ -474,7 +479,8 @@ def test_the_workers_fork_their_servers_from_one_started_before_them(tmp_path: P
             report = original(job)
             server = forkserver.current()
             report["metadata"]["seen"] = [os.getpid(), parent(server.process.pid),
-                                          forkserver._shared.server.process.pid]
+                                          forkserver._shared[False].server.process.pid,
+                                          forkserver._shared[True].server.process.pid]
             return report
 
         if __name__ == "__main__":
@@ -492,11 +498,15 @@ def test_the_workers_fork_their_servers_from_one_started_before_them(tmp_path: P
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     ran = json.loads(done.stdout.splitlines()[-1])
-    # (however the six are shared out among the workers: that depends on the machine's load)
-    shared = {shared for _, _, shared in ran["seen"]}
-    assert len(shared) == 1 and shared != {ran["main"]}
-    assert all(server_parent in shared for _, server_parent, _ in ran["seen"])
-    assert [score == 10.0 for score in ran["scores"]] == [True, False, True, True, True, True]
+    # (however the seven are shared out among the workers: that depends on the machine's load)
+    shared = {(lean, with_scipy) for _, _, lean, with_scipy in ran["seen"]}
+    assert len(shared) == 1 and ran["main"] not in shared.pop()
+    lean, with_scipy = ran["seen"][0][2:]
+    assert [server_parent for _, server_parent, _, _ in ran["seen"]] == [
+        with_scipy if name in ("dan", "gus") else lean
+        for name in ("ann", "bob", "cyd", "dan", "eve", "fay", "gus")]
+    assert [score == 10.0 for score in ran["scores"]] == [True, False, True, True, True, True,
+                                                          True]
 
 
 def test_an_answer_left_on_a_shared_server_is_never_taken_for_another(tmp_path: Path) -> None:

@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["SKIP_LAYERS_VARIABLE", "Planner", "Submission", "fork_from", "run",
-           "shared_fork_server", "start_fork_server", "use_fork_server", "warm_frameworks"]
+           "share_libraries", "shared_fork_server", "start_fork_server", "use_fork_server",
+           "warm_frameworks"]
 
 
 def __getattr__(name: str) -> Any:
@@ -28,13 +29,14 @@ def __getattr__(name: str) -> Any:
 
         return SKIP_LAYERS_VARIABLE
     if name in ("start_fork_server", "use_fork_server", "warm_frameworks", "fork_from",
-                "shared_fork_server"):
+                "shared_fork_server", "share_libraries"):
         from grader.sandbox import forkserver
 
         return {"start_fork_server": forkserver.start, "use_fork_server":
                 forkserver.use_fork_server, "warm_frameworks": forkserver.warm_frameworks,
                 "fork_from": forkserver.fork_from,
-                "shared_fork_server": forkserver.shared_with_forks}[name]
+                "shared_fork_server": forkserver.shared_with_forks,
+                "share_libraries": forkserver.share_libraries}[name]
     if name == "Submission":
         from grader.model import Submission
 

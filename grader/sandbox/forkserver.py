@@ -276,10 +276,9 @@ def _server(with_libraries: bool) -> ForkServer:
             server.close()
         server = None
         with contextlib.suppress(EOFError, OSError):
-            if with_libraries:  # forked from the lean server: NumPy and the frameworks are loaded
-                server = ForkServer(_imports(True), fork_of=_server(False))
-            else:
-                server = _fork_of_shared()
+            server = _fork_of_shared(with_libraries)
+            if server is None and with_libraries:  # a fork of the lean server: NumPy and the
+                server = ForkServer(_imports(True), fork_of=_server(False))  # frameworks are in
         server = _servers[with_libraries] = server or ForkServer(_imports(with_libraries))
         atexit.register(server.close)
     return server
@@ -298,21 +297,34 @@ class _Shared:
         return not select.select([self.pidfd], [], [], 0)[0]
 
 
-_shared: _Shared | None = None
+#: the servers shared with the processes this one forks: the lean one (False) and the one with
+#: the slow libraries (True), if there are
+_shared: dict[bool, _Shared] = {}
 
 
-def _fork_of_shared() -> ForkServer | None:
-    """This process's lean server as a fork of the shared one, where there is one for it."""
-    shared = _shared
+def _fork_of_shared(with_libraries: bool) -> ForkServer | None:
+    """This process's lean server (or its server with the slow libraries) as a fork of the
+    shared one, where there is one for it."""
+    shared = _shared.get(with_libraries)
     if shared is None or shared.owner == os.getpid() or not shared.alive():
         return None
     # (a holder that died under the lock must not stop the others: they start their own)
     if not shared.lock.acquire(timeout=10.0):
         return None
     try:
-        return ForkServer(_imports(False), fork_of=shared.server)
+        return ForkServer(_imports(with_libraries), fork_of=shared.server)
     finally:
         shared.lock.release()
+
+
+def _share(server: ForkServer) -> _Shared | None:
+    import multiprocessing
+
+    try:
+        return _Shared(server, multiprocessing.get_context("fork").Lock())
+    except (AttributeError, OSError):  # (no pidfd_open: each worker starts its own)
+        server.close()
+        return None
 
 
 @contextlib.contextmanager
@@ -321,26 +333,40 @@ def shared_with_forks(frameworks: tuple[str, ...] = ()) -> Iterator[None]:
     (a batch's pool workers): each forks its own server from it, instead of starting an
     interpreter that imports NumPy (and the course's framework) again. It starts up while this
     process goes on (preparing what the workers inherit), and ends with the context."""
-    global _shared
-    import multiprocessing
-
     try:
         server = ForkServer(frameworks)
     except OSError:  # (each worker starts its own server, and says what failed)
         yield
         return
-    try:
-        _shared = _Shared(server, multiprocessing.get_context("fork").Lock())
-    except (AttributeError, OSError):  # (no pidfd_open: each worker starts its own server)
-        server.close()
+    shared = _share(server)
+    if shared is None:
         yield
         return
+    _shared[False] = shared
     try:
         yield
     finally:
-        shared, _shared = _shared, None
-        os.close(shared.pidfd)
-        shared.server.close()
+        for shared in reversed(list(_shared.values())):
+            os.close(shared.pidfd)
+            shared.server.close()
+        _shared.clear()
+
+
+def share_libraries(libraries: tuple[str, ...]) -> None:
+    """Within :func:`shared_with_forks`, also share a server with these slow libraries (those
+    a batch's students import), forked from the shared lean one: each worker forks its second
+    server from it, and a class imports scipy once, not once per worker. It imports them while
+    the workers start."""
+    lean = _shared.get(False)
+    if not libraries or lean is None or lean.owner != os.getpid() or True in _shared:
+        return
+    try:
+        server = ForkServer(lean.server.frameworks + libraries, fork_of=lean.server)
+    except (EOFError, OSError):  # (each worker forks its own from its lean server)
+        return
+    shared = _share(server)
+    if shared is not None:
+        _shared[True] = shared
 
 
 def server_pids() -> set[int]:
