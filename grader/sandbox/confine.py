@@ -8,9 +8,9 @@ In order:
    (pid 1: when it dies the kernel kills everything the submission started), and the runner,
    which goes on here. The process that called :func:`confine` stays outside, waits for the
    runner and exits as it did. Where the fork server may make pid namespaces (root), the run's
-   first process is pid 1 of its own already, and is both the init and that relay: it forks
-   only the runner (:class:`RunNamespaces`). The runner sees only its own processes (a fresh
-   ``/proc``): no ancestor's ``cmdline``, ``environ`` or ``mem``, no classmate to signal.
+   first process is pid 1 of its own already, and runs the submission itself: it forks nothing
+   (:class:`RunNamespaces`). The runner sees only its own processes (a fresh ``/proc``): no
+   ancestor's ``cmdline``, ``environ`` or ``mem``, no classmate to signal.
 2. ``read-only-root``: the runner pivots into a new root holding read-only binds of the system
    and Python directories only, the grader's own packages hidden under empty mounts, a few
    device nodes, a read-only ``/proc``, and one writable place: its working directory, with a
@@ -243,7 +243,8 @@ class RunNamespaces:
 _ENDING_SIGNALS = tuple(getattr(signal, name) for name in (
     "SIGHUP", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE", "SIGUSR1",
     "SIGSEGV", "SIGUSR2", "SIGTERM", "SIGSTKFLT", "SIGXCPU", "SIGVTALRM", "SIGIO", "SIGPWR",
-    "SIGSYS") if hasattr(signal, name)) + tuple(range(signal.SIGRTMIN, signal.SIGRTMAX + 1))
+    "SIGSYS") if hasattr(signal, name)) + (
+    tuple(range(signal.SIGRTMIN, signal.SIGRTMAX + 1)) if hasattr(signal, "SIGRTMIN") else ())
 #: the signals of a fault: their handler must be reset as it runs, or the faulting instruction
 #: would run again, into the same handler, forever
 _FAULT_SIGNALS = frozenset(getattr(signal, name) for name in (
