@@ -435,3 +435,23 @@ def test_a_course_of_half_split_rope_pairs_is_graded_by_them(tmp_path: Path) -> 
     _full_marks(_grade(tmp_path, csa, layer, "csa_halves"))
     with pytest.raises(ValueError, match="pairs is for RoPE"):
         registry._interface("attention", {"pairs": "halves"}, "here")
+
+
+def test_whether_a_function_takes_the_arguments_is_answered_for_each_count_and_name() -> None:
+    """The child keeps each answer for the next call alike: another count of arguments, other
+    names, or another function of the same name is asked anew."""
+    from grader.sandbox.returns import check_binding
+
+    def two(a, b):
+        return a
+
+    assert check_binding(two, (1, 2)) is None
+    assert "3 positional arguments" in check_binding(two, (1, 2, 3))
+    assert check_binding(two, (1, 2)) is None
+    assert "and c by name" in check_binding(two, (1,), {"c": 3})
+    assert check_binding(two, (1,), {"b": 3}) is None
+
+    def two(a, b, c=None):  # noqa: F811 - the student's redefinition
+        return a
+
+    assert check_binding(two, (1, 2, 3)) is None

@@ -128,18 +128,19 @@ def mismatch_message(actual: Array, expected: Array, tol: Tolerance, what: str =
     if actual.shape != expected.shape:
         return f"{what} shape {tuple(actual.shape)} does not match the expected {tuple(expected.shape)}."
     actual = actual.astype(np.float64, copy=False)
+    with np.errstate(all="ignore"):
+        diff = np.abs(actual - expected)
+        allowed = tol.atol + tol.rtol * np.abs(expected)
+        within = diff <= allowed
+    if within.all():  # (the usual case: a NaN or an inf where a finite value is due is not)
+        return ""
     nonfinite = ~np.isfinite(actual) & np.isfinite(expected)
     if nonfinite.any():
         first = int(np.flatnonzero(nonfinite)[0])
         return (f"{what} has {int(nonfinite.sum())} NaN/inf value(s) where finite values are "
                 f"expected (first at index {_index(first, actual.shape)}: "
                 f"{_fmt(actual.flat[first])}, expected {_fmt(expected.flat[first])}).")
-    with np.errstate(all="ignore"):
-        diff = np.abs(actual - expected)
-        allowed = tol.atol + tol.rtol * np.abs(expected)
-        bad = ~(diff <= allowed)
-    if not bad.any():
-        return ""
+    bad = ~within
     worst = int(np.nanargmax(np.where(bad, diff, -1.0)))
     # the margin matters only to a near miss (rounding, float32): far off, it is noise
     margin = (f" (a rounding margin of {_fmt(allowed.flat[worst])} is allowed)"

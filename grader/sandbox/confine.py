@@ -358,12 +358,15 @@ def _mount(libc, source, target, fstype, flags, data=None):
                       _encode(data)), f"mount {target}")
 
 
+#: mount_setattr's ``struct mount_attr`` for a read-only bind (made once: the kernel only reads it)
+_READ_ONLY = struct.pack("QQQQ", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, 0, 0)
+_READ_ONLY_ATTR = ctypes.create_string_buffer(_READ_ONLY, len(_READ_ONLY))
+
+
 def _make_readonly(libc, target):
     """Read-only, recursively (mount_setattr), or the top mount only on older kernels."""
-    attr = struct.pack("QQQQ", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, 0, 0)
-    buffer = ctypes.create_string_buffer(attr, len(attr))
     done = libc.syscall(_syscall_number("mount_setattr"), AT_FDCWD, os.fsencode(target),
-                        AT_RECURSIVE, buffer, ctypes.c_size_t(len(attr)))
+                        AT_RECURSIVE, _READ_ONLY_ATTR, ctypes.c_size_t(len(_READ_ONLY)))
     if done != 0:
         _mount(libc, None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
 

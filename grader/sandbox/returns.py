@@ -68,20 +68,28 @@ def to_arrays(value):
 
 def check_binding(function, args, keywords=None):
     """Why ``function`` cannot take ``args`` positionally (and ``keywords`` by name), or None
-    when it can."""
+    when it can. (Only how many arguments come, and their names, decide it: the answer is kept
+    for the next call alike, as a run calls one function many times.)"""
+    key = (id(function), len(args), tuple(keywords or ()))
+    known = _bindings.get(key)
+    if known is not None and known[0] is function:
+        return known[1]
     try:
         signature = _signature(function)
     except (TypeError, ValueError):
         return None
+    problem = None
     try:
         signature.bind(*args, **(keywords or {}))
     except TypeError as exc:
         named = f" and {', '.join(keywords)} by name" if keywords else ""
-        return f"cannot be called with {len(args)} positional arguments{named}: {exc}"
-    return None
+        problem = f"cannot be called with {len(args)} positional arguments{named}: {exc}"
+    _bindings[key] = (function, problem)
+    return problem
 
 
 _signatures: dict = {}
+_bindings: dict = {}
 
 
 def _signature(function):
