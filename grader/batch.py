@@ -180,7 +180,10 @@ def slow_imports(files: Sequence[Path]) -> tuple[str, ...]:
                 text = handle.read(1 << 20).decode("utf-8", "replace")
         except OSError:
             continue
-        found.update(SLOW_IMPORTS[name] for name in _IMPORTS_SLOW.findall(text))
+        # (the pattern tries every position of the text, 11 ms for a notebook's 1 MB of
+        # outputs; a plain search for the names first makes a text without them cost nothing)
+        if any(name in text for name in SLOW_IMPORTS):
+            found.update(SLOW_IMPORTS[name] for name in _IMPORTS_SLOW.findall(text))
     return tuple(sorted(found))
 
 

@@ -75,7 +75,7 @@ def check_binding(function, args, keywords=None):
     if known is not None and known[0] is function:
         return known[1]
     try:
-        signature = _signature(function)
+        signature = inspect.signature(function)
     except (TypeError, ValueError):
         return None
     problem = None
@@ -88,16 +88,4 @@ def check_binding(function, args, keywords=None):
     return problem
 
 
-_signatures: dict = {}
 _bindings: dict = {}
-
-
-def _signature(function):
-    """``inspect.signature``, read once per function (a run calls one function many times)."""
-    key = id(function)
-    known = _signatures.get(key)
-    if known is not None and known[0] is function:
-        return known[1]
-    signature = inspect.signature(function)
-    _signatures[key] = (function, signature)
-    return signature
