@@ -108,6 +108,20 @@ def test_how_the_process_ended_is_said_exactly(grade_source, body: str, said: st
     assert messages and all(said in m for m in messages), messages
 
 
+@pytest.mark.parametrize("ending", ["SIGTERM", "SIGUSR1"])
+def test_a_process_the_submission_forks_ends_by_its_own_signal(grade_source, ending: str) -> None:
+    """The handlers that pass pid 1's death on are inherited by the processes it forks: there
+    a signal sent to itself still ends the process by its default, as anywhere."""
+    body = (f"pid = os.fork()\nif pid == 0:\n    os.kill(os.getpid(), signal.{ending})\n"
+            "    os._exit(3)\n_, status = os.waitpid(pid, 0)\n"
+            f"if not (os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.{ending}):\n"
+            "    raise RuntimeError(f'the forked process ended with status {status}')\n"
+            "return _correct(Q, K, V, mask)")
+    report = grade_source(wrap(body), limits=FAST)
+    assert not report["errors"], report["errors"]
+    assert report["score"] == report["max_score"]
+
+
 def test_printing_and_forged_reports_do_not_change_the_score(grade_source) -> None:
     forged = '{"score": 10.0, "status": "graded"}'
     body = (f"print({forged!r} * 10000)\nsys.stderr.write('x' * 10**6)\n"

@@ -209,10 +209,15 @@ class RunNamespaces:
             self.own = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
             self.own = None
+        self.armed = None  # the signals whose handlers every run's pid 1 inherits
 
     def enter(self):
         """In the server, before a fork: is its next child the first of a new pid namespace?"""
-        return self.own is not None and self.libc.unshare(CLONE_NEWPID) == 0
+        if self.own is None or self.libc.unshare(CLONE_NEWPID) != 0:
+            return False
+        if self.armed is None:  # (once, here: every later fork inherits them)
+            self.armed = _arm_ending_signals(self.libc)
+        return True
 
     def leave(self):
         """In the server, after that fork: its later children are in its own namespace again
@@ -224,7 +229,7 @@ class RunNamespaces:
         """In that fork (pid 1): make the run's other namespaces and return their names; the
         submission runs here. When this process ends, the kernel ends everything in the
         namespace with it. A signal it sends itself ends it as it would end any other process
-        (:func:`die_of_own_signals`), and the server hears of it through ``status_write``."""
+        (:func:`_arm_ending_signals`), and the server hears of it through ``status_write``."""
         _die_with_parent(self.libc)
         if os.getppid() != server:
             os._exit(70)
@@ -234,8 +239,14 @@ class RunNamespaces:
             if self.libc.unshare(flags) == 0:
                 entered += names
                 break
-        die_of_own_signals(self.libc, status_write)
+        global _status_pipe
+        _status_pipe = status_write  # (the handlers armed in the server now pass deaths on)
         return entered
+
+    def disarm(self):
+        """In a fork that is not the first of a namespace: every signal's default again."""
+        for signum in self.armed or ():
+            signal.signal(signum, signal.SIG_DFL)
 
 
 #: the signals whose default is to end a process (but SIGKILL and SIGSTOP, which nothing can
@@ -252,27 +263,44 @@ _FAULT_SIGNALS = frozenset(getattr(signal, name) for name in (
 SA_ONSTACK, SA_RESETHAND = 0x08000000, 0x80000000
 
 
-def die_of_own_signals(libc, status_write):
+#: in the first process of a run's pid namespace, where a death by its own signal is told
+_status_pipe = None
+
+
+def _pass_death_on(signum, frame):
+    """The handler of every ending signal (see :func:`_arm_ending_signals`)."""
+    if _status_pipe is not None and os.getpid() == 1:
+        with contextlib.suppress(OSError):
+            os.write(_status_pipe, struct.pack("i", signum))
+        os._exit(0)
+    # the server, or a process the submission forked: the signal's default, as for any process
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _arm_ending_signals(libc):
     """The init of a pid namespace ignores each signal from inside its namespace, its own
     included, that it has no handler for: ``os.kill(os.getpid(), signal.SIGABRT)`` would do
     nothing. So each ending signal gets a handler that passes the death on (as its wait status,
-    through ``status_write``) and ends the process. A fault (a bad address in C code, say) is
+    through the status pipe) and ends the process. A fault (a bad address in C code, say) is
     forced on it by the kernel, and ends it by its default action: its signal's handler is a
     one-shot one, reset to that default as it runs, and where that cannot be had the signal
-    keeps its default (then only a fault's signal that the process sends itself is lost)."""
+    keeps its default (then only a fault's signal that the process sends itself is lost).
 
-    def died_of(signum, frame):
-        with contextlib.suppress(OSError):
-            os.write(status_write, struct.pack("i", signum))
-        os._exit(0)
-
+    Armed once in the fork server, whose forks inherit the handlers (about 50 signals: 0.3 ms
+    a run); where no run's pid 1 is the process, a handler ends it by the signal's default.
+    Returns the signals armed."""
+    armed = []
     for signum in _ENDING_SIGNALS:
         with contextlib.suppress(OSError, ValueError):
             if signal.getsignal(signum) != signal.SIG_DFL:
                 continue  # (ignored or handled already: as for any other process)
-            signal.signal(signum, died_of)
+            signal.signal(signum, _pass_death_on)
             if signum in _FAULT_SIGNALS and not _one_shot(libc, signum):
                 signal.signal(signum, signal.SIG_DFL)
+                continue
+            armed.append(signum)
+    return tuple(armed)
 
 
 def _one_shot(libc, signum):

@@ -84,8 +84,8 @@ def serve_forks(control_fd, serve, apply_limits, prepare=None, warm=None, namesp
             status_read, status_write = os.pipe() if contained else (None, None)
             pid = os.fork()
             if pid == 0:
-                _forked_run(control, request, fds, serve, libc,
-                            (namespaces, status_write) if contained else None)
+                _forked_run(control, request, fds, serve, libc, namespaces,
+                            status_write if contained else None)
             if contained:
                 namespaces.leave()
                 os.close(status_write)
@@ -149,7 +149,7 @@ def _forked_server(control, request, fds, serve, apply_limits, prepare, warm, na
 
 def _runner_status(reported, status):
     """The wait status of the init of a run's namespace: the one it passed on when a signal
-    it sent itself ended it (see ``confine.die_of_own_signals``), else its own."""
+    it sent itself ended it (see ``confine._arm_ending_signals``), else its own."""
     try:
         data = os.read(reported, 4)
     except OSError:
@@ -159,9 +159,10 @@ def _runner_status(reported, status):
     return struct.unpack("i", data)[0] if len(data) == 4 else status
 
 
-def _forked_run(control, request, fds, serve, libc, contained=None):
+def _forked_run(control, request, fds, serve, libc, namespaces, status_write=None):
     """In the fork: become a fresh session with the run's fds, directory and environment
-    (``contained``: this fork is pid 1 of a new namespace, and runs the submission there)."""
+    (``status_write``, where this fork is pid 1 of a new namespace and runs the submission
+    there: the pipe through which its death by its own signal is told)."""
     # what the server holds is never collected here: a collection would write to every one of
     # its objects, and so copy every page of them
     gc.freeze()
@@ -170,13 +171,18 @@ def _forked_run(control, request, fds, serve, libc, contained=None):
         control.close()
         request_fd, result_fd, out_fd = fds
         os.setsid()
-        for signum in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM):
+        for signum in (signal.SIGCHLD, signal.SIGINT):
             signal.signal(signum, signal.SIG_DFL)
+        if status_write is None:  # (pid 1 of a run keeps the handlers armed in the server)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            if namespaces is not None:
+                namespaces.disarm()
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(out_fd, 1)
         os.dup2(out_fd, 2)
-        keep = sorted({0, 1, 2, request_fd, result_fd, *([contained[1]] if contained else [])})
+        own = [status_write] if status_write is not None else []
+        keep = sorted({0, 1, 2, request_fd, result_fd, *own})
         for low, high in zip(keep, keep[1:] + [1 << 16]):
             os.closerange(low + 1, high)
         os.chdir(request["cwd"])
@@ -185,8 +191,7 @@ def _forked_run(control, request, fds, serve, libc, contained=None):
         libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
         os.environ.clear()
         os.environ.update(request["env"])
-        if contained:
-            namespaces, status_write = contained
+        if status_write is not None:
             entered = namespaces.split(server, status_write)
             serve(request_fd, result_fd, entered)
         else:
