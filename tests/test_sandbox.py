@@ -303,6 +303,17 @@ def test_network_is_closed_where_the_kernel_allows(grade_source) -> None:
     assert report["score"] == report["max_score"]
 
 
+def test_a_run_said_to_have_a_network_namespace_is_not_in_the_graders(grade_source) -> None:
+    """Where the fork server makes the network namespace its runs share (one at a time), the
+    run is still said to have one only where it is not the grader's own."""
+    source = "import os\nprint('net', os.readlink('/proc/self/ns/net'))\n" + CORRECT
+    report = grade_source(source)
+    if "network-namespace" not in report["metadata"]["isolation"]:
+        pytest.skip("no network namespace here")
+    assert report["metadata"]["stdout"].split()[1] != os.readlink("/proc/self/ns/net")
+    assert report["score"] == report["max_score"]
+
+
 def test_unprivileged_uid_where_running_as_root(grade_source) -> None:
     report = grade_source("import os\nprint('uid', os.getuid())\n" + CORRECT)
     if "unprivileged-uid" not in report["metadata"]["isolation"]:
