@@ -169,6 +169,24 @@ def test_environment_is_scrubbed(grade_source, monkeypatch) -> None:
     assert report["score"] == report["max_score"]
 
 
+def test_the_run_has_exactly_its_own_environment(grade_source) -> None:
+    """The names the grader gives a run, no others, in Python and in what a program it starts
+    inherits; its home is its own working directory."""
+    from grader.sandbox.processes import child_environment
+
+    source = ("import os, subprocess\n"
+              "print('names', ','.join(sorted(os.environ)))\n"
+              "print('inherited', ','.join(sorted(line.split('=', 1)[0] for line in "
+              "subprocess.run(['env'], capture_output=True, text=True).stdout.splitlines())))\n"
+              "print('home', os.environ['HOME'] == os.environ['TMPDIR'] == os.getcwd())\n"
+              + CORRECT)
+    report = grade_source(source)
+    said = dict(line.split(" ", 1) for line in report["metadata"]["stdout"].splitlines()
+                if line.startswith(("names ", "inherited ", "home ")))
+    expected = ",".join(sorted(child_environment("/home", "marker")))
+    assert said == {"names": expected, "inherited": expected, "home": "True"}, said
+
+
 @pytest.mark.parametrize("spawn", [
     "subprocess.Popen(['sleep', '300', '{m}'])",
     "subprocess.Popen(['sleep', '300', '{m}'], start_new_session=True)",

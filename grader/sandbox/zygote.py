@@ -159,6 +159,16 @@ def _runner_status(reported, status):
     return struct.unpack("i", data)[0] if len(data) == 4 else status
 
 
+def _take_environment(env):
+    """Make the environment ``env``, changing only what differs from the server's own (the same
+    names, but for the run's home and marker): clearing and filling it was 0.2 ms a run."""
+    for name in [name for name in os.environ if name not in env]:
+        del os.environ[name]
+    for name, value in env.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
+
+
 def _forked_run(control, request, fds, serve, libc, namespaces, status_write=None):
     """In the fork: become a fresh session with the run's fds, directory and environment
     (``status_write``, where this fork is pid 1 of a new namespace and runs the submission
@@ -189,8 +199,7 @@ def _forked_run(control, request, fds, serve, libc, namespaces, status_write=Non
         # dumpable again (the server is not) until confinement: a user namespace's id maps are
         # written through our /proc entries, which are root's in a process that is not
         libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
-        os.environ.clear()
-        os.environ.update(request["env"])
+        _take_environment(request["env"])
         if status_write is not None:
             entered = namespaces.split(server, status_write)
             serve(request_fd, result_fd, entered)
