@@ -170,14 +170,15 @@ def test_environment_is_scrubbed(grade_source, monkeypatch) -> None:
 
 
 def test_the_run_has_exactly_its_own_environment(grade_source) -> None:
-    """The names the grader gives a run, no others, in Python and in what a program it starts
-    inherits; its home is its own working directory."""
+    """The names the grader gives a run, no others, in Python and in the C library's environment
+    (what a program it starts inherits); its home is its own working directory."""
     from grader.sandbox.processes import child_environment
 
-    source = ("import os, subprocess\n"
+    source = ("import ctypes, itertools, os\n"
               "print('names', ','.join(sorted(os.environ)))\n"
-              "print('inherited', ','.join(sorted(line.split('=', 1)[0] for line in "
-              "subprocess.run(['env'], capture_output=True, text=True).stdout.splitlines())))\n"
+              "c = ctypes.POINTER(ctypes.c_char_p).in_dll(ctypes.CDLL(None), 'environ')\n"
+              "entries = itertools.takewhile(bool, (c[i] for i in itertools.count()))\n"
+              "print('inherited', ','.join(sorted(e.decode().split('=', 1)[0] for e in entries)))\n"
               "print('home', os.environ['HOME'] == os.environ['TMPDIR'] == os.getcwd())\n"
               + CORRECT)
     report = grade_source(source)
