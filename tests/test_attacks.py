@@ -556,6 +556,52 @@ def test_shared_memory_and_message_queues_do_not_connect_runs(tmp_path: Path) ->
     assert not Path(f"/dev/mqueue{queue}").exists()
 
 
+def test_an_abstract_socket_does_not_connect_runs(tmp_path: Path) -> None:
+    """One run listens on abstract Unix sockets (a stream and a datagram one, also held by a
+    process it forks and leaves sleeping); the next run (a classmate, which may share the first
+    one's network namespace: a fork server's runs do) tries to reach them."""
+    name = f"ag-attack-{os.getpid()}-{time.monotonic_ns()}"
+    leave = textwrap.dedent(f"""\
+        import os, socket, time
+        _held = []
+        for kind, suffix in ((socket.SOCK_STREAM, "s"), (socket.SOCK_DGRAM, "d")):
+            try:
+                held = socket.socket(socket.AF_UNIX, kind)
+                held.bind("\\0{name}" + suffix)
+                if kind == socket.SOCK_STREAM:
+                    held.listen(8)
+                _held.append(held)
+                print("listening", suffix, flush=True)
+            except OSError as exc:
+                print("refused", exc, flush=True)
+        if _held and os.fork() == 0:
+            time.sleep(600)
+            os._exit(0)
+        """)
+    probe = textwrap.dedent(f"""\
+        import socket
+        for kind, suffix in ((socket.SOCK_STREAM, "s"), (socket.SOCK_DGRAM, "d")):
+            try:
+                probe = socket.socket(socket.AF_UNIX, kind)
+                probe.connect("\\0{name}" + suffix)
+                probe.send(b"ANSWERS")
+                print("connected", suffix)
+            except OSError as exc:
+                print("blocked", suffix, exc)
+        """)
+    first = _grade(tmp_path, leave + probe + CORRECT)
+    _isolated(first)
+    said = first["metadata"].get("stdout", "")
+    if "listening" not in said:
+        pytest.skip(f"no abstract socket could be made here: {said}")
+    # (the probe reaches them from the run that made them: it would from anywhere they reach)
+    assert "connected s" in said and "connected d" in said, said
+    second = _grade(tmp_path, probe + CORRECT)
+    seen = second["metadata"].get("stdout", "")
+    assert "blocked" in seen and "connected" not in seen, seen
+    assert second["score"] == second["max_score"]
+
+
 def test_a_link_to_a_classmates_file_is_not_followed_in_a_batch(tmp_path: Path,
                                                                  mode: str) -> None:
     from grader.batch import discover, run_batch
