@@ -225,8 +225,8 @@ class RunNamespaces:
             # a network namespace costs about 0.5 ms of CPU to make and clean up, and nothing a
             # run leaves in one outlives it (its sockets close as its processes end, all of
             # them before its pid 1 is reaped; lo stays down; the rest needs privilege).
-            # Runs at the same time are in different servers', and Landlock scopes abstract
-            # sockets to each run as well.
+            # Runs at the same time are in different servers', and Landlock (ABI 6) scopes
+            # abstract sockets to each run as well.
             self.network_of = os.getpid()
         self.in_own_network = self.network_of == os.getpid()
         return True
