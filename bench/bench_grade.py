@@ -104,7 +104,7 @@ def adapter_overhead_seconds(repeat: int) -> float:
         builtin = get("attention")
 
         def run(assignment: Assignment, function: object) -> None:
-            calling = assignment.calling() or {}
+            calling = assignment.calling()
             invoke = interface.invoker(function, calling.get("interface"), calling.get("task"),
                                        to_arrays, check_binding)
             for probe in assignment.probes():

@@ -288,6 +288,7 @@ def new_assignment(preset: str, out_dir: Path, new_id: str | None) -> None:
     document = tomlkit.parse((source.folder / registry.INTERFACE_FILE).read_text(encoding="utf-8"))
     document["id"] = wanted
     document["kind"] = "course"
+    document.pop("canonical", None)  # (the task's own call: the built-in assignment keeps it)
     header = (f"# A course's own assignment, started from `{preset}` "
               f"(attention-grader new-assignment).\n# Edit the interface to match your starter "
               f"code; see the README, \"Adapting the grader to your course\".\n")

@@ -95,19 +95,30 @@ class TracedValue:
 class CallOutcome:
     """What one call of the student's function did, as received from the child.
 
-    ``error_kind`` is None when the call returned arrays. ``inputs_after`` are the argument arrays
-    as the child saw them after the call (for the mutation check).
+    ``error_kind`` is None when the call returned arrays. ``outputs`` are the arrays it
+    returned, by the task's names for them, in the task's order (the first is the output the
+    reference checks compare first; an optional one left out is absent). ``inputs_after`` are
+    the argument arrays as the child saw them after the call (for the mutation check).
     """
 
     probe_id: str
     error_kind: str | None = None
     message: str = ""
-    output: Array | None = None
-    weights: Array | None = None
+    outputs: Mapping[str, Array] = field(default_factory=dict)
+    #: the first output of a second call on the same objects (``Probe.repeat``)
     repeat_output: Array | None = None
     inputs_after: tuple[Array, ...] = ()
     seconds: float = 0.0
     traced: tuple[TracedValue, ...] = ()
+
+    @property
+    def output(self) -> Array | None:
+        """The first output the call returned (None when it returned none)."""
+        return next(iter(self.outputs.values()), None)
+
+    def returned(self, name: str) -> Array | None:
+        """The output of that name, or None when the call did not return it."""
+        return self.outputs.get(name)
 
     @property
     def ok(self) -> bool:

@@ -128,10 +128,11 @@ def _with_deadline(seconds: float, call: Callable[[], Any]) -> Any:
         signal.signal(signal.SIGALRM, previous)
 
 
-def call_probes(function: Callable[..., Any], probes: Sequence[Probe],
-                call_seconds: float = DEFAULT_LIMITS.call_seconds,
-                calling: dict[str, Any] | None = None) -> list[CallOutcome]:
-    """Call ``function`` on every probe, in this process, with the sandbox's conventions.
+def call_probes(function: Callable[..., Any], probes: Sequence[Probe], calling: dict[str, Any],
+                call_seconds: float = DEFAULT_LIMITS.call_seconds) -> list[CallOutcome]:
+    """Call ``function`` on every probe, in this process, with the sandbox's conventions
+    (``calling``: the assignment's, ``Assignment.calling``: its task's canonical call and the
+    course's interface).
 
     Warnings and NumPy floating-point errors behave as in the sandbox's fresh interpreter (shown,
     never raised), whatever filters the kernel or a test runner has set: an overflow warning must
@@ -141,7 +142,7 @@ def call_probes(function: Callable[..., Any], probes: Sequence[Probe],
 
     with warnings.catch_warnings(), np.errstate(divide="warn", over="warn", invalid="warn", under="ignore"):
         warnings.simplefilter("default")
-        return _call_each(function, probes, call_seconds, calling or {})
+        return _call_each(function, probes, call_seconds, calling)
 
 
 def _call_each(function: Callable[..., Any], probes: Sequence[Probe],
@@ -161,8 +162,9 @@ def _call_each(function: Callable[..., Any], probes: Sequence[Probe],
         started = time.perf_counter()
         try:
             call = functools.partial(invoke, args)
-            output, weights = _with_deadline(call_seconds, call)
-            repeat = _with_deadline(call_seconds, call)[0] if probe.repeat else None
+            outputs = _with_deadline(call_seconds, call)
+            repeat = next(iter(_with_deadline(call_seconds, call).values())) \
+                if probe.repeat else None
         except interface.InterfaceError as exc:
             outcomes.append(CallOutcome(probe.id, "wrong-signature", str(exc)))
             continue
@@ -184,7 +186,7 @@ def _call_each(function: Callable[..., Any], probes: Sequence[Probe],
         seconds = time.perf_counter() - started
         traced = _traced(function, invoke, probe) if probe.traced else ()
         outcomes.append(CallOutcome(
-            probe.id, output=output, weights=weights, repeat_output=repeat,
+            probe.id, outputs=outputs, repeat_output=repeat,
             inputs_after=tuple(made.values()), seconds=seconds, traced=traced))
     return outcomes
 
@@ -227,20 +229,23 @@ def _assignment_for(target: Any, assignment: str | None) -> str:
                      f"assignment= one of {', '.join(known)}")
 
 
-def reproduce(target: Any, *args: Any, assignment: str) -> tuple[Any, Any]:
+def reproduce(target: Any, *args: Any, assignment: str) -> Any:
     """Call ``target`` (a function or a course's class) on a test input given in the grader's
     own form (SPEC's arguments, NumPy arrays, True = may attend) the way ``assignment``'s
     interface hands it to the course's code (its parameter order, mask convention, weight
-    layout, array type), and return (output, weights) in the grader's form: what a report's
-    "Reproduce it with" calls for a course's own assignment."""
+    layout, array type), and return its outputs in the grader's form, as SPEC's function
+    would: the output alone, or a tuple of the task's outputs (``(output, weights)``) when it
+    returned more than one. What a report's "Reproduce it with" calls for a course's own
+    assignment."""
     from grader.core.assignments import get
     from grader.sandbox import interface
     from grader.sandbox.returns import check_binding, to_arrays
 
-    calling = get(assignment).calling() or {}
+    calling = get(assignment).calling()
     invoke = interface.invoker(target, calling.get("interface"), calling.get("task"),
                                to_arrays, check_binding)
-    return invoke(list(args))
+    outputs = tuple(invoke(list(args)).values())
+    return outputs[0] if len(outputs) == 1 else outputs
 
 
 def grade_function(function: Callable[..., Any], assignment: str, *,
@@ -256,7 +261,7 @@ def grade_function(function: Callable[..., Any], assignment: str, *,
     metadata = {**base_metadata(seed, name, spec.function),
                 "isolation": ["none: notebook self-check"]}
     probes = spec.probes(seed)
-    outcomes = call_probes(function, probes, calling=spec.calling())
+    outcomes = call_probes(function, probes, spec.calling())
     home = source_file(function)
     source = "".join(linecache.getlines(home)) if home else ""
     report = evaluate(spec, probes, outcomes, [], metadata, sources=(source,) if source else ())

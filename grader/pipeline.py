@@ -244,7 +244,7 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
         divergence = None if findings else first_divergence(spec, probes, outcomes, sources)
         references = [spec.reference_on(p) for p in probes]
         checks = score_checks(spec, probes, outcomes, references)
-        reference_outputs = [out for out, _ in references]
+        reference_outputs = [outputs[0] for outputs in references]
         if outcomes and all(o.ok for o in outcomes):
             # every call worked: a cell that failed while loading changed nothing
             load_errors = [dataclasses.replace(e, affects_grade=False) for e in load_errors]

@@ -3,7 +3,7 @@ interface and the task it is graded on), ``rubric.json`` (the points), ``starter
 
 Import-light (standard library only), so the command line and every integration can list and
 check assignments without loading NumPy. The numeric side of a task (reference, probes, variants,
-concepts) is in ``grader.core.tasks``; ``grader.core.assignments`` joins the two.
+concepts) is in ``grader/tasks/<task>.py``; ``grader.core.assignments`` joins the two.
 
 Adding an assignment whose task exists = adding its folder. Nothing else is edited.
 """
@@ -28,16 +28,6 @@ RUBRIC_FILE = "rubric.json"
 _SOURCE_TREE = Path(__file__).resolve().parents[1] / "assignments"
 
 
-#: each task's canonical arguments, in the order of the canonical signature (SPEC section 1)
-CANONICAL_ARGUMENTS = {
-    "softmax": ("x", "axis"),
-    "attention": ("Q", "K", "V", "mask"),
-    "multi_head_attention": ("X_q", "X_kv", "W_q", "W_k", "W_v", "W_o", "num_heads", "mask"),
-    "causal_mask": ("n", "m"),
-    "positional_encoding": ("n_positions", "d_model"),
-    "rope": ("x", "positions", "theta"),
-    "causal_self_attention": ("X", "W_q", "W_k", "W_v", "W_o", "num_heads", "theta"),
-}
 #: values a course's parameter can also receive: sizes derived from the probe
 DERIVED_ARGUMENTS = ("d_model", "d_k", "valid_lens", "seq_len", "zeros", "positions_range")
 MASK_CONVENTIONS = {
@@ -61,6 +51,111 @@ INTERFACE_CHOICES = {
     "fused": ("blocks", "per-head"),
     "pairs": ("interleaved", "halves"),
 }
+
+
+@dataclass(frozen=True)
+class Canonical:
+    """A task's canonical call (SPEC section 1), read from the ``[canonical]`` table of the
+    built-in assignment that defines the task: what every course's interface of the task maps
+    onto. Plain data, sent as it is to the child (``grader/sandbox/interface.py``)."""
+
+    task: str
+    #: the arguments, in the order of the canonical signature
+    arguments: tuple[str, ...]
+    #: arguments that may be None (no mask, no RoPE, square masks, positions 0..n-1)
+    optional: tuple[str, ...] = ()
+    #: the value of an argument a test input leaves out
+    defaults: tuple[tuple[str, Any], ...] = ()
+    #: what the function returns, by name, in order; ``optional_outputs`` may be left out
+    outputs: tuple[str, ...] = ("output",)
+    optional_outputs: tuple[str, ...] = ()
+    #: the (..., n, d) arrays a batch layout folds; ``queries`` and ``keys`` give a mask's
+    #: (n, m) (by default the first and the last of them)
+    sequences: tuple[str, ...] = ()
+    queries: str = ""
+    keys: str = ""
+    #: where a course's "halves" layout of rotary pairs acts: "input" (the features of the
+    #: argument rotated) or "projections" (the columns of W_q and W_k, with RoPE); "" for none
+    rotary_pairs: str = ""
+    #: the batch layouts a course's code of this task may declare, and a hint when it declares
+    #: another
+    batch: tuple[str, ...] = ("any", "one")
+    batch_hint: str = ""
+    #: a course may fix the axis the function normalises, or the number of axes it takes
+    axis_options: bool = False
+
+    def default(self, argument: str) -> Any:
+        return dict(self.defaults).get(argument)
+
+    def as_dict(self) -> dict[str, Any]:
+        """What the child needs to call a course's code of this task."""
+        return {"arguments": list(self.arguments), "optional": list(self.optional),
+                "defaults": [list(p) for p in self.defaults], "outputs": list(self.outputs),
+                "optional_outputs": list(self.optional_outputs),
+                "sequences": list(self.sequences),
+                "queries": self.queries or (self.sequences[0] if self.sequences else ""),
+                "keys": self.keys or (self.sequences[-1] if self.sequences else ""),
+                "rotary_pairs": self.rotary_pairs}
+
+
+CANONICAL_KEYS: dict[str, Any] = {
+    "arguments": list, "optional": list, "defaults": dict, "outputs": list,
+    "optional_outputs": list, "sequences": list, "queries": str, "keys": str,
+    "rotary_pairs": str, "batch": list, "batch_hint": str, "axis_options": bool,
+}
+
+
+def _canonical_call(task: str, data: dict[str, Any], where: str) -> Canonical:
+    _check_keys(data, CANONICAL_KEYS, where, "[canonical]")
+    arguments = tuple(str(a) for a in data.get("arguments", ()))
+    named = [*data.get("optional", ()), *dict(data.get("defaults", {})),
+             *data.get("sequences", ()), *[data[k] for k in ("queries", "keys") if k in data]]
+    unknown = [a for a in named if a not in arguments]
+    if not arguments or unknown:
+        raise ValueError(f"{where}: [canonical] names arguments it does not list: "
+                         f"{', '.join(map(str, unknown)) or 'none listed'}")
+    outputs = tuple(str(o) for o in data.get("outputs", ("output",)))
+    return Canonical(
+        task=task, arguments=arguments, optional=tuple(str(a) for a in data.get("optional", ())),
+        defaults=tuple((str(k), v) for k, v in dict(data.get("defaults", {})).items()),
+        outputs=outputs,
+        optional_outputs=tuple(str(o) for o in data.get("optional_outputs", ())),
+        sequences=tuple(str(a) for a in data.get("sequences", ())),
+        queries=str(data.get("queries", "")), keys=str(data.get("keys", "")),
+        rotary_pairs=str(data.get("rotary_pairs", "")),
+        batch=tuple(str(b) for b in data.get("batch", ("any", "one"))),
+        batch_hint=str(data.get("batch_hint", "")),
+        axis_options=bool(data.get("axis_options", False)),
+    )
+
+
+@cache
+def canonical_calls() -> dict[str, Canonical]:
+    """Every task's canonical call, from the built-in assignments that define the tasks."""
+    found: dict[str, Canonical] = {}
+    root = _builtin_root()
+    for folder in sorted(root.iterdir(), key=lambda f: f.name):
+        file = folder / INTERFACE_FILE
+        if not (folder.is_dir() and file.is_file()):
+            continue
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+        if "canonical" in data:
+            task = str(data.get("task", ""))
+            found[task] = _canonical_call(task, dict(data["canonical"]), f"{folder}/{INTERFACE_FILE}")
+    return found
+
+
+def canonical_call(task: str) -> Canonical:
+    """The canonical call of ``task`` (``ValueError`` naming the known tasks)."""
+    calls = canonical_calls()
+    if task not in calls:
+        raise ValueError(f"unknown task {task!r} (known: {', '.join(calls)})")
+    return calls[task]
+
+
+def canonical_arguments(task: str) -> tuple[str, ...]:
+    """The task's canonical arguments, in the order of its canonical signature."""
+    return canonical_call(task).arguments
 
 
 #: what to install for the framework an interface names (its arrays), where submissions are
@@ -170,7 +265,7 @@ class Interface:
 
     def canonical_for(self, task: str) -> bool:
         """Is this SPEC's own interface (the function called as the probes hold the arguments)?"""
-        return self in (Interface(), Interface(parameters=CANONICAL_ARGUMENTS[task]))
+        return self in (Interface(), Interface(parameters=canonical_arguments(task)))
 
 
 #: every key of an assignment.toml, with what it holds: the file's schema, checked before
@@ -178,7 +273,7 @@ class Interface:
 TOP_LEVEL_KEYS: dict[str, Any] = {
     "id": str, "kind": str, "course": str, "task": str, "function": str, "signature": str,
     "arguments": list, "summary": str, "conventions": list, "inference_priority": int,
-    "rubric_from": str, "interface": dict,
+    "rubric_from": str, "interface": dict, "canonical": dict,
 }
 INTERFACE_KEYS: dict[str, Any] = {
     "kind": str, "parameters": list, "mask": str, "returns": str, "arrays": str, "dtype": str,
@@ -218,14 +313,41 @@ def check_file(data: dict[str, Any], where: str) -> None:
     if data.get("kind", "builtin") not in KINDS:
         raise ValueError(f"{where}: kind = {data['kind']!r}; expected one of {', '.join(KINDS)}")
     _check_keys(dict(data.get("interface", {})), INTERFACE_KEYS, where, "[interface]")
+    if "canonical" in data and data.get("kind", "builtin") != "builtin":
+        raise ValueError(f"{where}: [canonical] defines a task; only a built-in assignment has "
+                         "one (a course's assignment names its task and maps it in [interface])")
+
+
+def _check_task_options(canonical: Canonical, data: dict[str, Any], where: str) -> None:
+    """The interface's options that only some tasks can honour, against what this task's
+    canonical call says it can."""
+    task = canonical.task
+    batch = str(data.get("batch", "any"))
+    if batch not in canonical.batch:
+        hint = f"; {canonical.batch_hint}" if canonical.batch_hint else ""
+        raise ValueError(f"{where}: batch = {batch!r} is not for the {task} task (it takes "
+                         f"{', '.join(canonical.batch)}){hint}")
+    if ("ndim" in data or "axis" in data) and not canonical.axis_options:
+        takers = [c.task for c in canonical_calls().values() if c.axis_options]
+        raise ValueError(f"{where}: ndim and axis are for the {', '.join(takers)} task")
+    if data.get("ndim", 0) not in (0, 2) or data.get("axis", -1) not in (0, -1):
+        raise ValueError(f"{where}: ndim is 0 (any) or 2 (a matrix), axis 0 or -1")
+    if not 0 <= int(data.get("squeeze", 0)) <= 3:
+        raise ValueError(f"{where}: squeeze is the number of leading axes of length 1 (0 to 3)")
+    if data.get("pairs", "interleaved") != "interleaved" and not canonical.rotary_pairs:
+        takers = [c.task for c in canonical_calls().values() if c.rotary_pairs]
+        raise ValueError(f"{where}: pairs is for the {', '.join(takers)} tasks (rotary "
+                         "position embeddings)")
 
 
 def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
-    if task not in CANONICAL_ARGUMENTS:
-        raise ValueError(f"{where}: unknown task {task!r} (known: {', '.join(CANONICAL_ARGUMENTS)})")
+    try:
+        canonical = canonical_call(task)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
     _check_keys(data, INTERFACE_KEYS, where, "[interface]")
-    known_args = (*CANONICAL_ARGUMENTS[task], *DERIVED_ARGUMENTS)
-    parameters = tuple(str(p) for p in data.get("parameters", CANONICAL_ARGUMENTS[task]))
+    known_args = (*canonical.arguments, *DERIVED_ARGUMENTS)
+    parameters = tuple(str(p) for p in data.get("parameters", canonical.arguments))
     keywords = {str(k): str(v) for k, v in dict(data.get("keywords", {})).items()}
     named = [v for table in ("constructor", "globals")
              for value in dict(data.get(table, {})).values()
@@ -245,28 +367,16 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
                 raise ValueError(f"{where}: {key} = {value!r}; expected one of "
                                  f"{', '.join(choices)}")
     kind = str(data.get("kind", "function"))
-    if data.get("batch") == "heads" and task != "attention":
-        raise ValueError(f"{where}: batch = \"heads\" ((B, h, n, d) inputs) is for the "
-                         "attention task")
-    if task == "softmax" and data.get("batch", "any") != "any":
-        raise ValueError(f"{where}: batch is for attention and multi-head attention; for "
-                         "softmax, ndim = 2 says the code takes rows of a matrix only")
-    if ("ndim" in data or "axis" in data) and task != "softmax":
-        raise ValueError(f"{where}: ndim and axis are for the softmax task")
-    if data.get("ndim", 0) not in (0, 2) or data.get("axis", -1) not in (0, -1):
-        raise ValueError(f"{where}: ndim is 0 (any) or 2 (a matrix), axis 0 or -1")
-    if not 0 <= int(data.get("squeeze", 0)) <= 3:
-        raise ValueError(f"{where}: squeeze is the number of leading axes of length 1 (0 to 3)")
-    if data.get("pairs", "interleaved") != "interleaved" and task not in (
-            "rope", "causal_self_attention"):
-        raise ValueError(f"{where}: pairs is for RoPE and causal self-attention")
+    _check_task_options(canonical, data, where)
     if data.get("method") and kind != "class":
         raise ValueError(f"{where}: method is for kind = \"class\"")
     keys = data.get("return_keys", ())
+    outputs = canonical.outputs
     if data.get("returns") == "dict" and not (
-            isinstance(keys, list) and 1 <= len(keys) <= 2 and all(isinstance(k, str) for k in keys)):
-        raise ValueError(f"{where}: returns = \"dict\" needs return_keys = [OUTPUT_KEY] or "
-                         "[OUTPUT_KEY, WEIGHTS_KEY]")
+            isinstance(keys, list) and 1 <= len(keys) <= len(outputs)
+            and all(isinstance(k, str) for k in keys)):
+        raise ValueError(f"{where}: returns = \"dict\" needs return_keys: the dict's key of "
+                         f"each of {', '.join(outputs)}, in that order (the first at least)")
     return Interface(
         kind=kind, parameters=parameters, mask=str(data.get("mask", "keep")),
         returns=str(data.get("returns", "output")), arrays=str(data.get("arrays", "numpy")),
@@ -333,7 +443,7 @@ def _read(folder: Any) -> AssignmentInfo:
         check_file(data, where)
         task = str(data["task"])
         interface = _interface(task, dict(data.get("interface", {})), where)
-        parameters = interface.parameters or CANONICAL_ARGUMENTS[task]
+        parameters = interface.parameters or canonical_arguments(task)
         return AssignmentInfo(
             id=str(data["id"]),
             task=task,

@@ -37,11 +37,12 @@ _MODULES = frozenset({"np", "numpy", "torch", "tf", "jnp", "jax", "math", "F", "
 
 @dataclass(frozen=True)
 class Context:
-    """What a rewrite may use besides the line: the task, the stage the line computes, the
-    framework the code is written in, and the student's names of the canonical arguments
-    (e.g. {"mask": "attn_mask", "W_o": "W_o"}; empty when the interface is a course's)."""
+    """What a rewrite may use besides the line: whether the task is a softmax on its own (over
+    the caller's axis), the stage the line computes, the framework the code is written in, and
+    the student's names of the canonical arguments (e.g. {"mask": "attn_mask", "W_o": "W_o"};
+    empty when the interface is a course's)."""
 
-    task: str
+    softmax_alone: bool
     stage: str
     dialect: str = "numpy"
     names: Mapping[str, str] = field(default_factory=dict)
@@ -49,7 +50,7 @@ class Context:
     @property
     def axis(self) -> str:
         """The axis a softmax normalises, as the code should say it."""
-        return self.names.get("axis", "axis") if self.task == "softmax" else "-1"
+        return self.names.get("axis", "axis") if self.softmax_alone else "-1"
 
     def keep(self) -> str:
         """``axis=..., keepdims=True`` in this framework's words."""
@@ -271,7 +272,7 @@ def _exponentiate_first(code: str, context: Context) -> str | None:
     """``w = s / s.sum(...)`` -> the exponentials of ``s`` (max subtracted), then that line.
     Only for a softmax on its own: in attention, what the code did to masked scores for its sum
     (often a fill of 0) would be wrong once exponentiated, a second line this one cannot see."""
-    if context.task != "softmax":
+    if not context.softmax_alone:
         return None
     match = re.match(r"^(?P<lhs>.*?)\b(?P<x>[A-Za-z_]\w*)\s*/\s*(?P<rest>.+)$", code)
     if match is None or not re.search(rf"\b{match['x']}\b", match["rest"]):

@@ -1,5 +1,5 @@
 """The shape of a catalogue row (``reference.catalogue``): a misconception, the wrong choices
-of ``reference.variants`` that produce it, and how it is told."""
+of the pipelines (``reference.stages``, ``reference.tasks``) that produce it, and how it is told."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ class Misconception:
         default_factory=lambda: MappingProxyType({}))
     #: what to change, in one sentence, with the code it should become where it is one line
     fix: str = ""
-    #: the stages (``reference.variants.Stages``) whose line a report may quote as where this
+    #: the stages (``reference.stages.Stages``) whose line a report may quote as where this
     #: mistake enters (``grader.core.locate``); none: it is never located
     stages: tuple[str, ...] = ()
     #: how the quoted line is rewritten so that this mistake is gone (``reference.edits``), in

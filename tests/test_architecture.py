@@ -23,13 +23,13 @@ LAYERS: dict[str, int] = {
     "reference": 0,
     "grader.config": 1,
     "grader.core": 2, "grader.load": 2, "grader.sandbox": 2, "grader.render": 2,
-    "grader.pipeline": 3,
+    "grader.pipeline": 3, "grader.tasks": 3,
     "grader.cli": 4, "grader.batch": 4, "grader.class_report": 4, "grader.gradescope": 4,
     "grader.github_action": 4, "grader.notebook": 4, "grader.pytest_plugin": 4,
     "grader.starter": 4,
     "grader": 5, "grader.launch": 5, "grader.__main__": 6,
 }
-GROUPS = ("grader.core", "grader.sandbox", "grader.render", "reference")
+GROUPS = ("grader.core", "grader.sandbox", "grader.render", "grader.tasks", "reference")
 #: the only adapter that calls others is the command line, which dispatches to them; batch
 #: writes its class report
 ADAPTER_EDGES = {("grader.cli", "grader.batch"), ("grader.cli", "grader.gradescope"),
@@ -150,3 +150,61 @@ def test_light_modules_do_not_load_numpy(module: str) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=ROOT, timeout=60)
     assert done.stdout.strip() == "False", done.stderr
+
+
+#: where a task is known by its name: its own modules, and the catalogue rows (data saying which
+#: tasks a wrong choice occurs in)
+TASK_HOMES = ("grader/tasks/", "reference/tasks/", "reference/rows/")
+
+
+def _task_name_comparisons(path: Path, names: frozenset[str], root: Path = ROOT) -> list[str]:
+    """The places in ``path`` that compare something with a task's name (``==``, ``!=``,
+    ``in``, ``not in`` with a literal name, or a ``match`` case on one)."""
+
+    def named(node: ast.AST) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value in names
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(named(e) for e in node.elts)
+        return False
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Compare) and any(
+                isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in node.ops) and \
+                any(named(side) for side in (node.left, *node.comparators)) or isinstance(node, ast.MatchValue) and named(node.value):
+            found.append(f"{path.relative_to(root)}:{node.lineno}")
+    return found
+
+
+def test_no_code_outside_the_task_modules_compares_a_tasks_name() -> None:
+    """Adding a task is adding its modules and data: no stage, no sandbox file, no platform
+    branches on which task it grades (it asks the task record or the task's canonical call)."""
+    from grader import registry
+
+    names = frozenset(registry.canonical_calls())
+    found = [place for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))
+             if not str(path.relative_to(ROOT)).startswith(TASK_HOMES)
+             for place in _task_name_comparisons(path, names)]
+    assert found == []
+
+
+def test_the_task_name_check_sees_a_comparison(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text('if task == "rope" or name in ("softmax", "x"):\n    pass\n'
+                       'match task:\n    case "attention":\n        pass\n')
+    found = _task_name_comparisons(planted, frozenset({"rope", "softmax", "attention"}), tmp_path)
+    assert len(found) == 3
+
+
+def test_every_task_has_its_modules_its_canonical_call_and_its_rows() -> None:
+    """The places a task lives agree: a module on each side, a built-in assignment with its
+    canonical call, and catalogue rows that name it."""
+    from grader import registry
+    from grader.core.tasks import tasks
+    from reference import catalogue
+    from reference.tasks import MODULES
+
+    named_by_rows = {t for row in catalogue.CATALOGUE for v in row.variants for t in v.tasks}
+    assert set(tasks()) == set(MODULES) == set(registry.canonical_calls())
+    assert named_by_rows <= set(tasks())

@@ -8,8 +8,8 @@ import pytest
 
 from reference import edits
 
-NUMPY = edits.Context("attention", "scaled", "numpy", {"mask": "mask", "W_o": "W_o"})
-TORCH = edits.Context("causal_self_attention", "causal_mask", "torch", {})
+NUMPY = edits.Context(False, "scaled", "numpy", {"mask": "mask", "W_o": "W_o"})
+TORCH = edits.Context(False, "causal_mask", "torch", {})
 
 CASES = [
     (edits.divide_by_sqrt, NUMPY, "s = q @ k.T / d_k  # scale", "s = q @ k.T / d_k ** 0.5  # scale"),
@@ -62,7 +62,7 @@ def test_a_line_of_another_shape_gets_no_literal_fix(line: str) -> None:
 def test_a_part_of_a_fix_is_never_offered_alone() -> None:
     """The per-row sum of a global softmax needs its max line changed too (``also``)."""
     line = "return e / np.sum(e)"
-    context = edits.Context("softmax", "output", "numpy", {"axis": "axis"})
+    context = edits.Context(True, "output", "numpy", {"axis": "axis"})
     assert edits.rewrite((edits.row_totals,), line, context) is None
     assert edits.rewrite((edits.row_totals,), line, context, alone=False) == (
         "return e / np.sum(e, axis=axis, keepdims=True)")

@@ -433,7 +433,7 @@ def test_a_course_of_half_split_rope_pairs_is_graded_by_them(tmp_path: Path) -> 
     layer = (Path(__file__).parent / "submissions" / "causal_self_attention" /
              "rope_halves_numpy.py").read_text()
     _full_marks(_grade(tmp_path, csa, layer, "csa_halves"))
-    with pytest.raises(ValueError, match="pairs is for RoPE"):
+    with pytest.raises(ValueError, match="pairs is for the causal_self_attention, rope tasks"):
         registry._interface("attention", {"pairs": "halves"}, "here")
 
 

@@ -13,7 +13,7 @@ import pytest
 from grader import grade
 from grader.core.report import validate
 from reference.catalogue import BY_ID, CATALOGUE
-from reference.unit_catalogue import UNIT_ROWS
+from reference.rows import causal_and_positions
 
 from .conftest import SUBMISSIONS, expected_ids
 
@@ -96,7 +96,7 @@ def test_code_right_wherever_it_runs_is_accused_of_nothing(seed: int) -> None:
 def test_every_id_of_the_rest_of_the_unit_is_named_by_three_styles() -> None:
     """Each ID of the causal mask, the encodings and causal self-attention is named exactly by
     at least three fixtures written in different styles (folder-wide, combinations included)."""
-    unit = {row.id for row in UNIT_ROWS}
+    unit = {row.id for row in causal_and_positions.ROWS}
     named: dict[str, int] = {}
     for path in FIXTURES:
         for misconception in expected_ids(path):

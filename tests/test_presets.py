@@ -258,7 +258,8 @@ def test_new_assignment_writes_a_folder_every_integration_accepts(tmp_path: Path
 def test_new_assignment_from_every_preset_keeps_its_interface_and_comments(
         tmp_path: Path, preset: str) -> None:
     """Only the top-level id and kind change (a class preset's `[interface] kind = "class"`
-    once became "course", and the half-written folder stayed behind)."""
+    once became "course", and the half-written folder stayed behind); a built-in's
+    `[canonical]` table, the task's own call, stays with the built-in."""
     import tomllib
 
     folder = tmp_path / "course"
@@ -268,9 +269,12 @@ def test_new_assignment_from_every_preset_keeps_its_interface_and_comments(
     written_text = (folder / registry.INTERFACE_FILE).read_text()
     original, written = tomllib.loads(original_text), tomllib.loads(written_text)
     assert written["id"] == "course" and written["kind"] == "course"
-    assert ({k: v for k, v in written.items() if k not in ("id", "kind")}
-            == {k: v for k, v in original.items() if k not in ("id", "kind")})
-    comments = [line for line in original_text.splitlines() if line.startswith("#")]
+    mine = ("id", "kind", "canonical")
+    assert "canonical" not in written
+    assert ({k: v for k, v in written.items() if k not in mine}
+            == {k: v for k, v in original.items() if k not in mine})
+    kept_text = original_text.split("[canonical]")[0]
+    comments = [line for line in kept_text.splitlines() if line.startswith("#")]
     assert all(line in written_text for line in comments)
     assert registry.get(str(folder)).task == registry.get(preset).task
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from grader import registry
 from grader.core.probes import DIAGNOSIS_ONLY
-from grader.core.tasks import TASKS, Outputs, Task, build_probes, kept
+from grader.core.tasks import Outputs, Task, build_probes, kept, task
 from grader.model import DEFAULT_SEED, Probe
 
 __all__ = ["Assignment", "Outputs", "get"]
@@ -36,7 +36,12 @@ class Assignment:
     @property
     def arg_names(self) -> tuple[str, ...]:
         """The canonical arguments' names (what the probes hold, in order)."""
-        return registry.CANONICAL_ARGUMENTS[self.task.name]
+        return self.task.canonical.arguments
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """What the function returns, by name, in order (the first is the output)."""
+        return self.task.canonical.outputs
 
     @property
     def summary(self) -> str:
@@ -55,12 +60,17 @@ class Assignment:
         its course's conventions, and its task."""
         return frozenset(self.interface.conventions() | {f"task:{self.task.name}"})
 
-    def calling(self) -> dict[str, Any] | None:
-        """How the child calls the submission: None for SPEC's own interface, else the course's
-        interface and the task (see ``grader/sandbox/interface.py``)."""
-        if self.interface.canonical_for(self.task.name):
-            return None
-        return {"interface": self.interface.as_dict(), "task": self.task.name}
+    @property
+    def through_interface(self) -> bool:
+        """Is the function called through a course's interface (not as SPEC's own)?"""
+        return not self.interface.canonical_for(self.task.name)
+
+    def calling(self) -> dict[str, Any]:
+        """How the child calls the submission: the task's canonical call (its arguments and
+        outputs by name), and the course's interface (None for SPEC's own; see
+        ``grader/sandbox/interface.py``)."""
+        interface = self.interface.as_dict() if self.through_interface else None
+        return {"interface": interface, "task": self.task.canonical.as_dict()}
 
     def reference(self, *args: Any) -> Outputs:
         return self.task.reference(*args)
@@ -90,10 +100,12 @@ class Assignment:
         return {probe_id: why for probe_id, why in reasons.items() if why is not None}
 
     def unexpressible(self, probe: Probe) -> str | None:
-        """Why the course's interface cannot take this probe's inputs, or None."""
+        """Why the course's interface cannot take this probe's inputs, or None: a mask it
+        cannot say, cross-attention where it is self-attention only, or (the task's own
+        reasons) a value of the task's own arguments."""
         interface = self.info.interface
-        canonical = dict(zip(registry.CANONICAL_ARGUMENTS[self.task.name], probe.args))
-        parameters = interface.parameters or registry.CANONICAL_ARGUMENTS[self.task.name]
+        canonical = dict(zip(self.arg_names, probe.args))
+        parameters = interface.parameters or self.arg_names
         mask = canonical.get("mask")
         takes_mask = any(interface.receives(a) or a in parameters for a in ("mask", "valid_lens"))
         if mask is not None and (interface.mask == "none" or not takes_mask):
@@ -104,23 +116,8 @@ class Assignment:
             return "the interface takes valid lengths, not arbitrary masks"
         if interface.self_attention_only and canonical.get("X_q") is not canonical.get("X_kv"):
             return "the interface is self-attention only"
-        if canonical.get("theta") is not None and self.task.name != "rope" and \
-                not interface.receives("theta") and "theta" not in parameters:
-            return "the interface takes no theta (no RoPE)"
-        if self.task.name == "causal_self_attention" and canonical.get("theta") is None and \
-                (interface.receives("theta") or "theta" in parameters) and \
-                not interface.canonical_for(self.task.name):
-            return "the interface always applies RoPE"
-        if canonical.get("m") not in (None, canonical.get("n")) and \
-                not (interface.receives("m") or "m" in parameters):
-            return "the interface takes no number of keys (square masks only)"
-        if canonical.get("positions") is not None and self.task.name == "rope" and not any(
-                interface.receives(a) or a in parameters for a in ("positions", "positions_range")):
-            return "the interface takes no positions"
-        if "axis" in canonical and canonical["axis"] not in (-1, canonical["x"].ndim - 1) and \
-                not (interface.receives("axis") or "axis" in parameters) and \
-                interface.axis is None and not interface.ndim:
-            return "the interface takes no axis"
+        if self.task.unexpressible is not None:
+            return self.task.unexpressible(interface, canonical, parameters)
         return None
 
     def rubric(self) -> dict[str, Any]:
@@ -147,7 +144,7 @@ def _prefix_mask(mask: Any) -> bool:
 def get(reference: str) -> Assignment:
     """The assignment with this ID or in this folder (``KeyError`` naming the known ones)."""
     info = registry.get(reference)
-    return Assignment(info, TASKS[info.task])
+    return Assignment(info, task(info.task))
 
 
 def _traced_where_expressible(probes: list[Probe]) -> list[Probe]:

@@ -1,6 +1,6 @@
 """Stage 4b (pure): which misconceptions explain the submission's outputs.
 
-The student's outputs on every probe are matched against recipes of ``reference.variants``: the
+The student's outputs on every probe are matched against recipes of the task's pipeline (``reference.tasks``): the
 reference first, then every single wrong choice, then pairs, then triples.
 The first level at which some recipe explains every comparable probe wins (fewest misconceptions).
 A recipe explains the outputs when, on every probe where it runs, the student's output is within
@@ -35,7 +35,7 @@ CRASHES = frozenset({"runtime-error", "crashed", "memory-limit"})
 def _variant_output(assignment: Assignment, recipe: Recipe, args: tuple[object, ...]) -> Array | None:
     def compute() -> Array | None:
         try:
-            out, _ = assignment.variant(recipe, *args)
+            out = assignment.variant(recipe, *args)[0]
         except (ValueError, IndexError, TypeError, ZeroDivisionError):
             return None
         return np.array(out, dtype=np.float64)

@@ -17,7 +17,7 @@ import numpy as np
 
 from grader.core.assignments import Assignment
 from grader.core.compare import error_ratio, gap, tolerance_for
-from grader.core.locate import STAGE_WORDS, quote, same, stages_of
+from grader.core.locate import quote, same, stage_words, stages_of
 from grader.model import Array, CallOutcome, Probe, SourcePlace, TracedValue
 
 #: stages a correct submission may compute differently (any shift works before the softmax)
@@ -31,6 +31,11 @@ class Divergence:
     stage: str
     message: str
     place: SourcePlace | None = None
+
+
+#: a stage that holds the value of an earlier one when nothing is applied between them (the
+#: attention weights are the softmax's when no scale or mask follows): told once, as the later
+REPEATED_STAGES = {"weights": "softmax"}
 
 
 def first_divergence(assignment: Assignment, probes: Sequence[Probe],
@@ -47,7 +52,7 @@ def first_divergence(assignment: Assignment, probes: Sequence[Probe],
 
 
 def _wrong(assignment: Assignment, probe: Probe, outcome: CallOutcome) -> bool:
-    expected, _ = assignment.reference(*probe.args)
+    expected = assignment.reference(*probe.args)[0]
     expected = np.asarray(expected, dtype=np.float64)
     assert outcome.output is not None
     if outcome.output.shape != expected.shape:
@@ -71,8 +76,9 @@ def _diverge(assignment: Assignment, probe: Probe, traced: Sequence[TracedValue]
     last = max((order.index(s) for s in right), default=-1)
     after = right[order[last]] if last >= 0 else -1
     told_right = [s for s in order[: last + 1] if s in right]
-    if "weights" in right and "softmax" in told_right:  # one value when nothing follows it
-        told_right.remove("softmax")
+    for later, earlier in REPEATED_STAGES.items():  # one value when nothing comes between
+        if later in right and earlier in told_right:
+            told_right.remove(earlier)
     for wrong in order[last + 1:]:  # the first later stage some value of the code stands for
         target = correct[wrong]
         value = next(
@@ -80,7 +86,7 @@ def _diverge(assignment: Assignment, probe: Probe, traced: Sequence[TracedValue]
              if i > after and not t.changes_input and _shaped_like(t.array, target)
              and not any(same(t.array, v) for v in correct.values())), None)
         if value is not None:
-            place = quote(value.cell, value.line, STAGE_WORDS[wrong], sources)
+            place = quote(value.cell, value.line, stage_words()[wrong], sources)
             where = " (" + (f"code cell {value.cell}, " if value.cell else "") + f"line {value.line}"
             return Divergence(wrong, f"{_sentence(told_right, wrong, traced, right)}"
                                      f"{where + ')' if place else ''}: "
@@ -92,11 +98,11 @@ def _diverge(assignment: Assignment, probe: Probe, traced: Sequence[TracedValue]
 
 def _sentence(told_right: list[str], wrong: str | None, traced: Sequence[TracedValue],
               right: dict[str, int]) -> str:
-    gone = (f"the first value that goes wrong is {STAGE_WORDS[wrong]}" if wrong else
+    gone = (f"the first value that goes wrong is {stage_words()[wrong]}" if wrong else
             "after that, no value your code computes is one of the correct next steps")
     if not told_right:
         return gone[0].upper() + gone[1:]
-    shown = [f"{STAGE_WORDS[s]} (line {traced[right[s]].line})" for s in told_right[-2:]]
+    shown = [f"{stage_words()[s]} (line {traced[right[s]].line})" for s in told_right[-2:]]
     return f"Your code gets {' and '.join(shown)} right; {gone}"
 
 

@@ -105,7 +105,7 @@ def _shown_first(matcher: Matcher, index: int) -> tuple[bool, bool, int, int]:
 
 
 def _correct(matcher: Matcher, index: int) -> Array:
-    correct, _ = matcher.assignment.reference(*matcher.probes[index].args)
+    correct = matcher.assignment.reference(*matcher.probes[index].args)[0]
     return np.asarray(correct, dtype=np.float64)
 
 
@@ -179,13 +179,13 @@ def call_text(assignment: Assignment, probe: Probe) -> str:
     call = _call_line(assignment)
     if numbers > MAX_PASTED_NUMBERS and probe.meta.get("seed") == DEFAULT_SEED:
         call_args = [used[id(v)] if isinstance(v, np.ndarray) else repr(v) for v in probe.args]
-        imports = "probe_inputs, reproduce" if assignment.calling() else "probe_inputs"
+        imports = "probe_inputs, reproduce" if assignment.through_interface else "probe_inputs"
         return (f"from grader import {imports}\n"
                 f"{', '.join(names[:len(probe.args)])} = "
                 f"probe_inputs({assignment.task.name!r}, {probe.id!r})\n"
                 f"{call(call_args)}")
     lines = ["import numpy as np"] + (["from grader import reproduce"]
-                                      if assignment.calling() else [])
+                                      if assignment.through_interface else [])
     call_args = []
     seen: dict[int, str] = {}
     for name, value in zip(names, probe.args):
@@ -213,7 +213,7 @@ def _call_line(assignment: Assignment) -> Callable[[list[str]], str]:
     """How the reproducing call is written: SPEC's function called directly, or a course's
     code through ``grader.reproduce``, which hands it the grader's arrays as the course's
     interface does (its order, mask convention, weight layout, array type)."""
-    if not assignment.calling():
+    if not assignment.through_interface:
         return lambda args: f"{assignment.function}({', '.join(args)})"
     info = assignment.info
     reference = str(info.folder) if info.kind == "course" else info.id

@@ -24,10 +24,12 @@ import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
 from grader.core.assignments import Assignment
+from grader.core.tasks import tasks
 from grader.model import (
     Array,
     CallOutcome,
@@ -42,8 +44,9 @@ from reference import catalogue, edits
 #: scores at or below this are "blocked" whatever the fill value (-inf, -1e9, finfo.min)
 BLOCKED_BELOW = -1e4
 
-#: what each stage of ``reference.variants`` is, in a sentence's words
-STAGE_WORDS: Mapping[str, str] = {
+#: what each shared stage (``reference.stages``) is, in a sentence's words; a task's own stages
+#: have theirs in its module (``Task.stage_words``)
+SHARED_STAGE_WORDS: Mapping[str, str] = {
     "q": "the projected queries", "k": "the projected keys", "v": "the projected values",
     "input": "a change to an input array", "shifted": "the shifted scores",
     "q_heads": "the queries split into heads", "k_heads": "the keys split into heads",
@@ -52,11 +55,20 @@ STAGE_WORDS: Mapping[str, str] = {
     "exponentials": "the exponentials", "softmax": "the softmax weights",
     "weights": "the attention weights", "heads": "the heads' outputs",
     "merged": "the merged heads", "output": "the output",
-    # the rest of the unit: the causal mask, and the position information
-    "causal_mask": "the causal mask", "positions": "the positions",
-    "frequencies": "the frequencies", "pair_frequencies": "the frequencies of the pairs",
-    "angles": "the angles", "pair_angles": "the angles of the pairs",
 }
+
+
+@functools.cache
+def stage_words() -> Mapping[str, str]:
+    """What each stage any pipeline records is, in a sentence's words: the shared stages' and
+    every task's own (a stage two tasks record is told alike in both)."""
+    words = dict(SHARED_STAGE_WORDS)
+    for task in tasks().values():
+        for stage, told in task.stage_words.items():
+            if words.setdefault(stage, told) != told:
+                raise ValueError(f"the stage {stage!r} is told two ways: {words[stage]!r} and "
+                                 f"{told!r} ({task.name})")
+    return MappingProxyType(words)
 
 
 @dataclass(frozen=True)
@@ -231,9 +243,9 @@ def _quoted(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[
         return None
     if place.unused:
         return _unused(place, sources)
-    computes = STAGE_WORDS[place.stage]
+    computes = stage_words()[place.stage]
     if place.used is not None:
-        computes = f"{STAGE_WORDS.get(place.used, place.used)}, used as {computes}"
+        computes = f"{stage_words().get(place.used, place.used)}, used as {computes}"
     quoted = quote(place.cell, place.line, computes, sources)
     if quoted is None:
         return None
@@ -243,7 +255,7 @@ def _quoted(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[
         return first
     others = []
     for other in also_places(assignment, probes, outcomes, misconception_id, recipe, place):
-        line = quote(other.cell, other.line, STAGE_WORDS[other.stage], sources)
+        line = quote(other.cell, other.line, stage_words()[other.stage], sources)
         if line is not None:
             line = with_literal_fix(line, assignment, misconception_id, other.stage, sources,
                                     alone=False)
@@ -283,7 +295,7 @@ def _where_batches_fail(assignment: Assignment, probes: Sequence[Probe],
                     for other in _function_lines(quoted.cell, sources)
                     if other.line != quoted.line]
             quoted = dataclasses.replace(quoted, also=tuple(o for o in also if o.fixed))
-        context = edits.Context(assignment.task.name, "batch",
+        context = edits.Context(assignment.task.softmax_alone, "batch",
                                 edits.dialect(quoted.code, "\n".join(sources)))
         reasons = edits.two_d_only(quoted.code, context)
         where = line_words(quoted.cell, quoted.line)
@@ -304,7 +316,7 @@ def _unused(place: Place, sources: Sequence[str]) -> SourcePlace | None:
     """A line that computes a step's value that nothing uses (``masked_scores = ...`` beside
     the ``scores`` the code goes on with): quoted as such, and fixed by giving the value the
     name the rest of the code reads."""
-    words = STAGE_WORDS[place.stage]
+    words = stage_words()[place.stage]
     quoted = quote(place.cell, place.line, words + UNUSED, sources)
     if quoted is not None:
         quoted = dataclasses.replace(quoted, unused=True)
@@ -479,7 +491,8 @@ def with_literal_fix(quoted: SourcePlace, assignment: Assignment, misconception_
         return quoted
     source = sources[(quoted.cell or 1) - 1] if sources else ""
     names = student_names(assignment, sources)
-    context = edits.Context(assignment.task.name, stage, edits.dialect(quoted.code, source),
+    context = edits.Context(assignment.task.softmax_alone, stage,
+                            edits.dialect(quoted.code, source),
                             names)
     return dataclasses.replace(quoted, fixed=edits.rewrite(row.rewrites, quoted.code, context,
                                                            alone))

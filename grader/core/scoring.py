@@ -37,20 +37,23 @@ def _selected(selector: dict[str, list[str]], probe: Probe) -> bool:
     return set(selector.get("all", [])) <= probe.tags and not set(selector.get("none", [])) & probe.tags
 
 
-def probe_mismatch(probe: Probe, outcome: CallOutcome, reference: Outputs) -> str:
-    """Empty when the call matches the reference, else why not (first broken contract first)."""
+def probe_mismatch(probe: Probe, outcome: CallOutcome, reference: Outputs,
+                   names: Sequence[str]) -> str:
+    """Empty when the call matches the reference, else why not (first broken contract first):
+    each output the task declares (``names``, in order, aligned with ``reference``) is
+    compared where the reference computes it and the call returned it."""
     if not outcome.ok:  # the error itself is in the report once, with every probe it hit
         return f"the call failed ({outcome.error_kind}; see the errors)"
-    assert outcome.output is not None
-    expected, expected_weights = reference
     large = "large" in probe.tags
-    message = mismatch_message(outcome.output, expected,
-                               tolerance_for(outcome.output, expected, large))
-    if message or outcome.weights is None or expected_weights is None:
-        return message
-    return mismatch_message(outcome.weights, expected_weights,
-                            tolerance_for(outcome.weights, expected_weights, large),
-                            what="returned weights")
+    for position, (name, expected) in enumerate(zip(names, reference)):
+        got = outcome.returned(name)
+        if expected is None or got is None:  # not computed by the reference, or not returned
+            continue
+        message = mismatch_message(got, expected, tolerance_for(got, expected, large),
+                                   what=name if position == 0 else f"returned {name}")
+        if message:
+            return message
+    return ""
 
 
 def answers_as_the_reference(assignment: Assignment, probes: Sequence[Probe],
@@ -61,7 +64,7 @@ def answers_as_the_reference(assignment: Assignment, probes: Sequence[Probe],
     if assignment.task.read_outputs is not None:
         outcomes = assignment.task.read_outputs(outcomes)
     for probe, outcome in zip(probes, outcomes):
-        if probe_mismatch(probe, outcome, assignment.reference_on(probe)):
+        if probe_mismatch(probe, outcome, assignment.reference_on(probe), assignment.outputs):
             return False
         again, output = outcome.repeat_output, outcome.output
         if again is not None and output is not None and not np.array_equal(
@@ -125,7 +128,8 @@ def score_checks(assignment: Assignment, probes: Sequence[Probe],
     (output, weights) of each probe. Probes tagged ``diagnosis-only`` (there to name mistakes
     within what a restricted interface can express) never count."""
     probes, outcomes, references = scored_only(probes, outcomes, references)
-    mismatches = [probe_mismatch(p, o, r) for p, o, r in zip(probes, outcomes, references)]
+    mismatches = [probe_mismatch(p, o, r, assignment.outputs)
+                  for p, o, r in zip(probes, outcomes, references)]
     by_id = {p.id: (p, o) for p, o in zip(probes, outcomes)}
     verdicts = concepts.evaluate(assignment.task.concepts, by_id)
     concept_verdicts = {c.id: (c, ok, msg) for c, ok, msg in verdicts}

@@ -1,7 +1,10 @@
 """A course's interface, applied next to the student's code: the probe's canonical arguments
 (NumPy arrays, SPEC section 1 conventions) become the course's (its parameter order, mask
 convention, weight layout, batch layout, dtype and array type), the student's function or class
-is called, and what it returns comes back in the canonical form (output, weights).
+is called, and what it returns comes back in the canonical form (its outputs, by name).
+
+Nothing here knows a task by its name: the grader sends each task's canonical call (its
+arguments, defaults, outputs and sequences: ``registry.Canonical.as_dict``) with every request.
 
 Shared by the sandbox's child (``worker.py`` loads this file by path, before any student code)
 and by the notebook self-check. NumPy only; torch, TensorFlow or JAX are imported when the
@@ -15,15 +18,6 @@ import numpy as np
 _asarray = np.asarray
 _ascontiguous = np.ascontiguousarray
 
-CANONICAL_ARGUMENTS = {
-    "softmax": ("x", "axis"),
-    "attention": ("Q", "K", "V", "mask"),
-    "multi_head_attention": ("X_q", "X_kv", "W_q", "W_k", "W_v", "W_o", "num_heads", "mask"),
-    "causal_mask": ("n", "m"),
-    "positional_encoding": ("n_positions", "d_model"),
-    "rope": ("x", "positions", "theta"),
-    "causal_self_attention": ("X", "W_q", "W_k", "W_v", "W_o", "num_heads", "theta"),
-}
 PROJECTIONS = ("W_q", "W_k", "W_v", "W_o")
 
 
@@ -38,20 +32,16 @@ def is_canonical(spec, task):
     return not spec
 
 
+#: arguments some code reads whatever the task (None, or SPEC's default, when it has none)
+_ABSENT = {"mask": None, "axis": -1, "m": None, "positions": None, "theta": None}
+
+
 def _canonical(task, args):
-    names = CANONICAL_ARGUMENTS[task]
-    values = dict(zip(names, args))
-    values.setdefault("mask", None)
-    values.setdefault("axis", -1)
-    values.setdefault("m", None)
-    values.setdefault("positions", None)
-    values.setdefault("theta", 10000.0 if task == "rope" else None)
+    """The probe's arguments by name, with the task's defaults for those it leaves out."""
+    values = dict(zip(task["arguments"], args))
+    for name, value in (*task.get("defaults", ()), *_ABSENT.items()):
+        values.setdefault(name, value)
     return values
-
-
-#: each task's sequence arguments (..., n, d): what a batch layout folds
-SEQUENCES = {"attention": ("Q", "K", "V"), "multi_head_attention": ("X_q", "X_kv"),
-             "causal_self_attention": ("X",), "rope": ("x",)}
 
 
 #: batch layout -> how many leading axes the course's code takes ("any": as they come)
@@ -61,24 +51,25 @@ LEADING_AXES = {"one": 1, "heads": 2}
 def _fold_leading(values, task, axes):
     """The probe's leading axes made exactly ``axes`` (1: one batch axis; 2: (B, h)), unit ones
     added in front for fewer, the first ones folded for more; the shape to restore."""
-    if task not in SEQUENCES:
+    sequences = task.get("sequences")
+    if not sequences:
         return None
-    first = SEQUENCES[task][0]
+    first = task["queries"]
     leading = values[first].shape[:-2]
     padded = (1,) * max(0, axes - len(leading)) + tuple(leading)
     cut = len(padded) - axes + 1
     folded = (int(np.prod(padded[:cut], dtype=np.int64)),) + padded[cut:]
-    for name in SEQUENCES[task]:
+    queries, keys = values[first], values[task["keys"]]
+    for name in sequences:
         array = values[name]
         if array.shape[:-2] != leading:
             array = np.broadcast_to(array, leading + array.shape[-2:])
         values[name] = _ascontiguous(array).reshape(folded + array.shape[-2:])
-    if task == "multi_head_attention" and values["X_q"] is not values["X_kv"] and \
-            np.shares_memory(values["X_q"], values["X_kv"]):
-        values["X_kv"] = values["X_q"]
+    if queries is keys and values[first] is not values[task["keys"]]:
+        values[task["keys"]] = values[first]  # self-attention: still one array, folded once
     mask = values.get("mask")
     if mask is not None:
-        n, m = values[first].shape[-2], values[SEQUENCES[task][-2 if task == "attention" else -1]].shape[-2]
+        n, m = values[first].shape[-2], values[task["keys"]].shape[-2]
         values["mask"] = _ascontiguous(np.broadcast_to(mask, leading + (n, m))).reshape(
             folded + (n, m))
     return leading, axes
@@ -123,12 +114,10 @@ def course_arguments(spec, task, args):
     for name, value in list(values.items()):
         if isinstance(value, np.ndarray) and value.dtype.kind == "f":
             values[name] = value.astype(float_dtype, copy=False)
-    if spec.get("pairs") == "halves" and task in ("rope", "causal_self_attention") and (
-            task == "rope" or values.get("theta") is not None):
+    back = None
+    if spec.get("pairs") == "halves":
         # before the nn.Linear layout's transpose: columns are SPEC's outputs
         back = _to_halves(values, task)
-    else:
-        back = None
     if spec.get("projections") == "linear":
         for name in PROJECTIONS:
             if name in values:
@@ -137,9 +126,9 @@ def course_arguments(spec, task, args):
     leading = _fold_leading(values, task, axes) if axes else None
     if back is not None:
         leading = back if leading is None else _then(leading, back)
-    if task == "softmax" and (spec.get("axis") is not None or spec.get("ndim")):
+    if spec.get("axis") is not None or spec.get("ndim"):  # (only a task with an axis has them)
         leading = _fixed_softmax_axis(values, spec.get("axis"), spec.get("ndim"))
-    if values.get("mask") is None and spec.get("mask_always") and task != "softmax":
+    if values.get("mask") is None and spec.get("mask_always") and "mask" in task["arguments"]:
         values["mask"] = _keep_everything(values, task)
     mask = values.get("mask")
     if mask is not None and spec.get("mask_shape") == "shared":
@@ -148,7 +137,7 @@ def course_arguments(spec, task, args):
     values["valid_lens"] = values["mask"] if spec.get("mask") == "lengths" else None
     _derive(values, task)
     convert = _framework(spec.get("arrays", "numpy"))
-    parameters = spec.get("parameters") or CANONICAL_ARGUMENTS[task]
+    parameters = spec.get("parameters") or task["arguments"]
     return [convert(values[name]) for name in parameters], leading, values, convert
 
 
@@ -160,15 +149,20 @@ def halves_order(d):
 
 def _to_halves(values, task):
     """A course whose RoPE pairs (i, i + d/2): its features are SPEC's, reordered so that each
-    of its pairs holds one of SPEC's (2i, 2i+1) pairs. For RoPE itself the input is reordered
-    (and the answer put back); inside causal self-attention, the columns of W_q and W_k within
-    each head (the scores q . k do not change: both are reordered alike)."""
-    if task == "rope":
-        order = halves_order(values["x"].shape[-1])
-        values["x"] = _ascontiguous(values["x"][..., order])
+    of its pairs holds one of SPEC's (2i, 2i+1) pairs. For RoPE itself (``rotary_pairs`` is
+    "input") the input is reordered (and the answer put back); inside attention
+    ("projections"), the columns of W_q and W_k within each head, when RoPE applies (the scores
+    q . k do not change: both are reordered alike)."""
+    where = task.get("rotary_pairs")
+    if where == "input":
+        rotated = task["sequences"][0]
+        order = halves_order(values[rotated].shape[-1])
+        values[rotated] = _ascontiguous(values[rotated][..., order])
         back = np.argsort(order)
         return lambda array: array if array is None or array.shape[-1] != len(order) \
             else array[..., back]
+    if where != "projections" or values.get("theta") is None:
+        return None
     heads = int(values["num_heads"])
     d_model = values["W_q"].shape[-1]
     d_k = d_model // heads
@@ -189,12 +183,12 @@ def _derive(values, task):
                              else int(first.shape[-1]))
     values["d_k"] = int(values["Q"].shape[-1]) if "Q" in values else (
         values["d_model"] // int(values["num_heads"]) if "num_heads" in values else None)
-    if task == "positional_encoding":  # for a module that adds the encoding to its input
+    if "n_positions" in values:  # for a module that adds the encoding to its input
         values["zeros"] = np.zeros((1, int(values["n_positions"]), int(values["d_model"])))
         values["seq_len"] = int(values["n_positions"])
-    if task == "causal_mask":
+    if "n" in values:  # a mask's sizes
         values["seq_len"] = int(values["n"] if values["m"] is None else values["m"])
-    if first is not None and task in ("rope", "causal_self_attention"):
+    if first is not None and "theta" in task["arguments"]:  # rotary positions
         n = int(first.shape[-2])
         values["positions_range"] = (np.arange(n) if values.get("positions") is None
                                      else _asarray(values["positions"]))
@@ -215,8 +209,7 @@ def course_keywords(spec, values, convert):
 
 def _keep_everything(values, task):
     """The mask of an unmasked input, for code that always applies one: every key kept."""
-    first = values["Q"] if task == "attention" else values["X_q"]
-    keys = values["K"] if task == "attention" else values["X_kv"]
+    first, keys = values[task["queries"]], values[task["keys"]]
     return np.ones(first.shape[:-2] + (first.shape[-2], keys.shape[-2]), dtype=bool)
 
 
@@ -421,15 +414,17 @@ def call(target, spec, task, args, binding_problem):
 
 
 def _from_dict(result, keys):
-    """(output, weights) from a dict the course's code returns, by the declared keys."""
+    """The outputs, in the task's order, from a dict the course's code returns, by the
+    declared keys (one per output; a key after the first may be missing: that output is then
+    not returned)."""
     if not hasattr(result, "keys") or not hasattr(result, "__getitem__"):
         raise InterfaceError(f"returned a {type(result).__name__}; the course's interface "
                              f"expects a dict with the key {keys[0]!r}")
     if keys[0] not in result:
         raise InterfaceError(f"the returned dict has no key {keys[0]!r} (its keys: "
                              f"{', '.join(map(repr, list(result.keys())[:8]))})")
-    weights = result[keys[1]] if len(keys) > 1 and keys[1] in result else None
-    return (result[keys[0]], weights)
+    # (any mapping-like object the course's code returns, not only a dict: no .get)
+    return tuple(result[key] if key in result else None for key in keys)  # noqa: SIM401
 
 
 def _as_float32(array):
@@ -455,19 +450,22 @@ def restore(array, folded):
 
 
 def invoker(function, spec, task, to_arrays, binding_problem):
-    """``invoke(args) -> (output, weights)``, plain arrays in canonical form, for a probe's
-    canonical arguments: a direct call, or one through the course's interface."""
+    """``invoke(args) -> {output name: array}``, plain arrays in canonical form, for a probe's
+    canonical arguments: a direct call, or one through the course's interface. ``task`` is the
+    task's canonical call (its outputs by name, in order)."""
+    outputs = tuple(task["outputs"])
+    optional = tuple(task.get("optional_outputs", ()))
     if is_canonical(spec, task):
-        return lambda args: to_arrays(function(*args))
+        return lambda args: to_arrays(function(*args), outputs, optional)
 
     def invoke(args):
         result, leading = call(function, spec, task, args, binding_problem)
-        output, weights = (restore(_squeezed(a, spec.get("squeeze") or 0), leading)
-                           for a in to_arrays(result))
+        named = {name: restore(_squeezed(a, spec.get("squeeze") or 0), leading)
+                 for name, a in to_arrays(result, outputs, optional).items()}
         if spec.get("dtype") == "float32":
             # a float32 course's inputs carry float32 rounding: judged as float32, whatever a
             # stray float64 constant promoted the result to
-            output, weights = (_as_float32(a) for a in (output, weights))
-        return output, weights
+            named = {name: _as_float32(a) for name, a in named.items()}
+        return named
 
     return invoke

@@ -40,8 +40,10 @@ def plain_array(value):
     return _contiguous(array)
 
 
-def to_arrays(value):
-    """Student return value -> (output, weights or None), both plain numeric ndarrays."""
+def to_arrays(value, outputs=("output", "weights"), optional=("weights",)):
+    """Student return value -> {output name: plain numeric ndarray}, in the order of
+    ``outputs`` (the task's, by name); those in ``optional`` may be left out (or None). A
+    return of too few or too many arrays is a ``WrongReturn`` that names the ones expected."""
     if value is None:
         raise WrongReturn("returned None (is a `return` statement missing?)")
     if isinstance(value, (str, bytes, dict, set)):
@@ -53,17 +55,46 @@ def to_arrays(value):
     if isinstance(value, tuple):
         if not value:
             raise WrongReturn("returned an empty tuple")
-        weights = plain_array(value[1]) if len(value) > 1 and value[1] is not None else None
-        return plain_array(value[0]), weights
+        return _named(list(value), outputs, optional)
     if isinstance(value, list):
         try:
-            return plain_array(value), None
+            return _named([plain_array(value)], outputs, optional)
         except (ValueError, TypeError):
-            if value and len(value) <= 3:
-                weights = plain_array(value[1]) if len(value) > 1 else None
-                return plain_array(value[0]), weights
+            if value:
+                return _named(list(value), outputs, optional)
             raise
-    return plain_array(value), None
+    return _named([value], outputs, optional)
+
+
+def _named(parts, outputs, optional):
+    required = [name for name in outputs if name not in optional]
+    given = len(parts)
+    while given > 1 and parts[given - 1] is None:  # (output, None): no weights
+        given -= 1
+    if not len(required) <= given <= len(outputs):
+        raise WrongReturn(f"returned {_count(given)}; expected {_expected(outputs, required)}")
+    named = {}
+    for name, part in zip(outputs, parts[:given]):
+        if part is None and name in optional:
+            continue
+        named[name] = plain_array(part)
+    return named
+
+
+def _count(n):
+    return "1 array" if n == 1 else f"{n} arrays"
+
+
+def _expected(outputs, required):
+    """"3: dQ, dK, dV", or "1 or 2: output, and optionally weights"."""
+    extra = [name for name in outputs if name not in required]
+    low, high = len(required), len(outputs)
+    count = str(high) if low == high else f"{low} or {high}" if high == low + 1 \
+        else f"{low} to {high}"
+    names = ", ".join(required)
+    if extra:
+        names += f"{', and' if required else ''} optionally {', '.join(extra)}"
+    return f"{count}: {names.lstrip(', ')}"
 
 
 def check_binding(function, args, keywords=None):

@@ -96,7 +96,7 @@ def _outcome(probe: Probe, header: dict[str, Any], blob: bytes) -> CallOutcome:
                                     "memory-limit", "timeout") else "runtime-error"
         return CallOutcome(probe.id, kind, str(header.get("message", ""))[:2000])
     arrays = wire.decode_arrays(header, blob)
-    if "output" not in arrays:
+    if not any(role.startswith(wire.OUTPUT_ROLE) for role in arrays):
         raise wire.ProtocolError("result without output")
     # No answer to these inputs, right or wrong, is far larger than the inputs: refusing bigger
     # arrays here, and copying the rest out of the frame, keeps the grader's memory small.
@@ -113,8 +113,8 @@ def _outcome(probe: Probe, header: dict[str, Any], blob: bytes) -> CallOutcome:
     seconds = header.get("seconds")
     return CallOutcome(
         probe.id,
-        output=arrays["output"],
-        weights=arrays.get("weights"),
+        outputs={role[len(wire.OUTPUT_ROLE):]: array for role, array in arrays.items()
+                 if role.startswith(wire.OUTPUT_ROLE)},
         repeat_output=arrays.get("repeat"),
         inputs_after=inputs,
         seconds=float(seconds) if isinstance(seconds, (int, float)) else 0.0,

@@ -22,6 +22,8 @@ MAGIC = b"AGF1"
 PREFIX = struct.Struct("<4sIQ")
 
 MAX_HEADER_BYTES = 1 << 20
+#: the role of an array a call returned, before its name (``output:weights``)
+OUTPUT_ROLE = "output:"
 
 
 class ProtocolError(Exception):

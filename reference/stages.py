@@ -1,4 +1,6 @@
-"""The computation of each assignment as a pipeline of stages, each stage with its buggy alternatives.
+"""The stages several tasks share, each with its buggy alternatives: the attention core
+(scores, scale, mask, normalisation, the blend with the values) and the multi-head pipeline
+around it. Each task's own pipeline, and its own knobs, are in ``reference.tasks.<task>``.
 
 A *recipe* maps a stage (a "knob") to one of its choices; a knob left out takes its correct choice,
 so the empty recipe is the reference. Buggy variants compose: a recipe with two wrong choices is a
@@ -21,9 +23,9 @@ from numpy.typing import NDArray
 Array = NDArray[Any]
 Recipe = Mapping[str, str]
 
+#: every knob's correct choice: the shared stages' here, each task's added by its module
+#: (``knobs``) when ``reference.tasks`` loads
 CORRECT: dict[str, str] = {
-    # softmax assignment
-    "axis": "given",
     # attention core (also inside every head of multi-head attention)
     "scores": "qkt",
     "scale": "sqrt_dk",
@@ -33,33 +35,24 @@ CORRECT: dict[str, str] = {
     "mask_heads": "expand",
     "normalize": "softmax",
     "values": "v",
-    # multi-head attention
+    # multi-head attention (also inside causal self-attention)
     "projection": "right",
     "proj_matrices": "qkv",
     "kv_source": "x_kv",
     "split": "transpose",
     "merge": "transpose",
     "output_projection": "w_o",
-    # causal mask (also the own mask of causal self-attention): which keys a query keeps
-    "mask_direction": "past",
-    "mask_diagonal": "self",
-    "mask_align": "bottom_right",
-    "mask_polarity": "keep",
-    "causal": "applied",
-    # sinusoidal positional encoding
-    "pe_layout": "interleaved",
-    "pe_trig": "sin_even",
-    "pe_exponent": "pair",
-    "pe_frequency": "divide",
-    "pe_positions": "from_zero",
-    # rotary position embedding (also inside causal self-attention)
-    "rope_pairs": "interleaved",
-    "rope_sign": "forward",
-    "rope_frequency": "pair",
-    "rope_positions": "given",
-    "rope_partner": "mixed",
-    "rope_at": "heads_qk",
 }
+
+
+def knobs(**correct: str) -> dict[str, str]:
+    """A task's own knobs with their correct choices, added to ``CORRECT`` (a knob is one
+    task's, or shared here: never declared twice with two correct choices)."""
+    for knob, right in correct.items():
+        if CORRECT.setdefault(knob, right) != right:
+            raise ValueError(f"knob {knob!r} is declared twice, correct as "
+                             f"{CORRECT[knob]!r} and {right!r}")
+    return correct
 
 
 @dataclass(frozen=True)
@@ -76,7 +69,7 @@ class Dims:
     num_heads: int = 1
 
 
-def _swap(x: Array) -> Array:
+def swap(x: Array) -> Array:
     return np.swapaxes(x, -1, -2)
 
 
@@ -139,8 +132,8 @@ EXP_SHIFT: dict[str, Callable[[Array, int], Array | float] | None] = {
 Stages = dict[str, Array]
 
 SCORES: dict[str, Callable[[Array, Array], Array]] = {
-    "qkt": lambda q, k: q @ _swap(k),
-    "kqt": lambda q, k: k @ _swap(q),
+    "qkt": lambda q, k: q @ swap(k),
+    "kqt": lambda q, k: k @ swap(q),
     "qk": lambda q, k: q @ k,
 }
 
@@ -168,23 +161,24 @@ MASK_SCORES: dict[str, Callable[[Array, Array], Array]] = {
     "zero_fill": lambda s, mask: np.where(mask, s, 0.0),
     "inverted": lambda s, mask: np.where(mask, _BLOCKED, s),
     "ignored": lambda s, mask: s,
-    "transposed": lambda s, mask: np.where(_swap(mask), s, _BLOCKED),
+    "transposed": lambda s, mask: np.where(swap(mask), s, _BLOCKED),
     "additive": lambda s, mask: s + mask,
     "additive_before_scale": lambda s, mask: s,
     "after_softmax": lambda s, mask: s,
 }
 
 
-def _choice(recipe: Recipe, knob: str) -> str:
+def choice(recipe: Recipe, knob: str) -> str:
     return recipe.get(knob, CORRECT[knob])
 
 
-def _normalize(choice: str, s: Array, axis: int, record: Stages | None) -> Array:
-    shift = EXP_SHIFT[choice]
+def normalize(how: str, s: Array, axis: int, record: Stages | None) -> Array:
+    """The scores normalised as ``how`` says (each stage put in ``record`` when given)."""
+    shift = EXP_SHIFT[how]
     if record is not None and shift is not None:
         shifted = record["shifted"] = s - shift(s, axis)
         record["exponentials"] = np.exp(shifted)
-    return NORMALIZE[choice](s, axis)
+    return NORMALIZE[how](s, axis)
 
 
 def attention_core(
@@ -194,56 +188,25 @@ def attention_core(
     """Scores, scale, mask, normalise, blend: the attention computation with the recipe's choices
     (each intermediate value put in ``record`` when given)."""
     stages: Stages = {} if record is None else record
-    mask_choice = _choice(recipe, "mask")
-    scale_choice = _choice(recipe, "scale")
-    scores = stages["scores"] = SCORES[_choice(recipe, "scores")](q, k)
+    mask_choice = choice(recipe, "mask")
+    scale_choice = choice(recipe, "scale")
+    scores = stages["scores"] = SCORES[choice(recipe, "scores")](q, k)
     if mask is not None and mask_choice == "additive_before_scale":
         scores = scores + mask
     factor = SCALE[scale_choice](dims)
-    after_softmax = _choice(recipe, "scale_at") == "weights"
+    after_softmax = choice(recipe, "scale_at") == "weights"
     scores = stages["scaled"] = scores if after_softmax else scores * factor
     if mask is not None:
         scores = stages["masked"] = MASK_SCORES[mask_choice](scores, mask)
-    weights = stages["softmax"] = _normalize(_choice(recipe, "normalize"), scores, -1, record)
+    weights = stages["softmax"] = normalize(choice(recipe, "normalize"), scores, -1, record)
     if after_softmax:
         weights = weights * factor
     if mask is not None and mask_choice == "after_softmax":
         weights = np.where(mask, weights, 0.0)
     stages["weights"] = weights
-    blended = v if _choice(recipe, "values") == "v" else k
+    blended = v if choice(recipe, "values") == "v" else k
     output = stages["output"] = weights @ blended
     return output, weights
-
-
-def attention(
-    recipe: Recipe, Q: Array, K: Array, V: Array, mask: Array | None = None,
-    record: Stages | None = None,
-) -> tuple[Array, Array]:
-    """The ``attention`` assignment under ``recipe``."""
-    dims = Dims(
-        n=Q.shape[-2],
-        m=K.shape[-2],
-        d_k=Q.shape[-1],
-        d_v=V.shape[-1],
-        k_shape0=K.shape[0],
-        k_shape1=K.shape[1],
-    )
-    with np.errstate(all="ignore"):
-        return attention_core(recipe, Q, K, V, mask, dims, record)
-
-
-def softmax(recipe: Recipe, x: Array, axis: int = -1, record: Stages | None = None) -> Array:
-    """The ``softmax`` assignment under ``recipe``."""
-    axis_choice = _choice(recipe, "axis")
-    used_axis = {"given": axis, "last": -1, "first": 0, "second": 1}[axis_choice]
-    normalize = _choice(recipe, "normalize")
-    with np.errstate(all="ignore"):
-        if normalize == "global":
-            normalize = "global_all"
-        output = _normalize(normalize, x, used_axis, record)
-        if record is not None:
-            record["output"] = output
-        return output
 
 
 _PROJECTIONS: dict[str, tuple[int, int, int]] = {
@@ -259,7 +222,6 @@ _PROJECTIONS: dict[str, tuple[int, int, int]] = {
     "qk-": (0, 1, -1),
     "---": (-1, -1, -1),
 }
-PROJECTION_CHOICES = tuple(_PROJECTIONS)
 
 
 def _split(x: Array, num_heads: int, how: str) -> Array:
@@ -279,31 +241,13 @@ def _merge(x: Array, how: str) -> Array:
     return x.reshape(*batch, n, num_heads * d_k)
 
 
-def multi_head_attention(
-    recipe: Recipe,
-    X_q: Array,
-    X_kv: Array,
-    W_q: Array,
-    W_k: Array,
-    W_v: Array,
-    W_o: Array,
-    num_heads: int,
-    mask: Array | None = None,
-    record: Stages | None = None,
-) -> tuple[Array, None]:
-    """The ``multi_head_attention`` assignment under ``recipe``."""
-    with np.errstate(all="ignore"):
-        return _multi_head(recipe, X_q, X_kv, (W_q, W_k, W_v, W_o), num_heads, mask,
-                           {} if record is None else record), None
-
-
 #: rotate(q, k, v, stage) -> (q, k, v): position information applied to the projections
 #: (stage "projected", full width, before the split), to the heads ("split"), or to the
 #: full width when heads are never split ("unsplit"), as the recipe places it
 Rotate = Callable[[Array, Array, Array, str], tuple[Array, Array, Array]]
 
 
-def _multi_head(
+def multi_head(
     recipe: Recipe,
     x_q: Array,
     x_kv: Array,
@@ -313,17 +257,17 @@ def _multi_head(
     stages: Stages,
     rotate: Rotate | None = None,
 ) -> Array:
-    transposed = _choice(recipe, "projection")
+    transposed = choice(recipe, "projection")
     if transposed != "right":
         weights = tuple(
             w.T if (transposed == "transposed" or i < 3) else w for i, w in enumerate(weights)
         )  # type: ignore[assignment]
-    source = x_q if _choice(recipe, "kv_source") == "x_q" else x_kv
-    picks = _PROJECTIONS[_choice(recipe, "proj_matrices")]
+    source = x_q if choice(recipe, "kv_source") == "x_q" else x_kv
+    picks = _PROJECTIONS[choice(recipe, "proj_matrices")]
     inputs = (x_q, source, source)
     q, k, v = (x if pick < 0 else x @ weights[pick] for x, pick in zip(inputs, picks))
     stages.update(q=q, k=k, v=v)
-    split = _choice(recipe, "split")
+    split = choice(recipe, "split")
     if rotate is not None:
         q, k, v = rotate(q, k, v, "projected" if split != "none" else "unsplit")
         stages.update(q=q, k=k, v=v)
@@ -344,7 +288,7 @@ def _multi_head(
         stages.update(core)
     else:
         head_mask = mask
-        if mask is not None and _choice(recipe, "mask_heads") == "expand":
+        if mask is not None and choice(recipe, "mask_heads") == "expand":
             head_mask = np.expand_dims(mask, -3)
         q_heads, k_heads, v_heads = (_split(x, num_heads, split) for x in (q, k, v))
         if rotate is not None:
@@ -353,8 +297,8 @@ def _multi_head(
         heads, _ = attention_core(recipe, q_heads, k_heads, v_heads, head_mask, dims, core)
         stages.update({name: value for name, value in core.items() if name != "output"},
                       heads=heads)
-        merged = stages["merged"] = _merge(heads, _choice(recipe, "merge"))
-    if _choice(recipe, "output_projection") != "none":
+        merged = stages["merged"] = _merge(heads, choice(recipe, "merge"))
+    if choice(recipe, "output_projection") != "none":
         merged = merged @ weights[3]
     stages["output"] = merged
     return merged

@@ -1,7 +1,6 @@
-"""The catalogue rows of the rest of the attention unit (SPEC section 2, "IDs of the rest of the
-attention unit"): the causal mask, the sinusoidal positional encoding and RoPE, alone and inside
-causal self-attention. ``reference.catalogue`` adds them to its rows; they are the same kind of
-row, split off by family so that each file stays readable."""
+"""The catalogue rows of the causal mask and of position information (SPEC section 2, "IDs of
+the rest of the attention unit"): the causal mask, the sinusoidal positional encoding and RoPE,
+alone and inside causal self-attention."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ PE = ("positional_encoding",)
 ROPE = ("rope",)
 ROPE_CSA = (*ROPE, *CSA)
 
-UNIT_ROWS: tuple[Misconception, ...] = (
+ROWS: tuple[Misconception, ...] = (
     Misconception(
         "causal-mask-inverted",
         "Your causal mask marks the blocked keys instead of the allowed ones",
