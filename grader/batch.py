@@ -1,7 +1,7 @@
 """Grading a class: find the submissions, grade each in isolation, write reports and a summary.
 
 - Inputs: files, folders and globs; a folder per student (GitHub Classroom clones); Gradescope's
-  "export submissions" folder (``submission_metadata.yml`` and a folder per submission).
+  "export submissions" folder (read by ``grader.platforms.gradescope``).
 - Each submission is graded by a worker (a local process pool with a pre-warmed fork server, or a
   Dask cluster); the submission itself runs in its own sandboxed child, so a crash, hang or memory
   blow-up is that submission's report and nobody else's.
@@ -39,9 +39,8 @@ from typing import Any
 from grader.config import DEFAULT_LIMITS, Limits
 from grader.load import candidates, has_submission_suffix, stays_within
 from grader.model import printable_name
+from grader.platforms import gradescope
 from grader.version import __version__
-
-GRADESCOPE_METADATA = "submission_metadata.yml"
 
 
 @dataclass(frozen=True)
@@ -50,53 +49,6 @@ class Entry:
 
     student: str
     files: tuple[Path, ...]
-
-
-def _gradescope_loader() -> Any:
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        """Gradescope's metadata may carry Ruby tags (``!ruby/object:BigDecimal``): read the
-        plain value underneath instead of failing."""
-
-    def untagged(loader: Any, suffix: str, node: Any) -> Any:
-        if isinstance(node, yaml.MappingNode):
-            return loader.construct_mapping(node)
-        if isinstance(node, yaml.SequenceNode):
-            return loader.construct_sequence(node)
-        return loader.construct_scalar(node)
-
-    Loader.add_multi_constructor("!", untagged)
-    return Loader
-
-
-def _submitters(info: Any) -> str:
-    if not isinstance(info, dict):
-        return ""
-    people = info.get(":submitters") or info.get("submitters") or []
-    names = []
-    for person in people if isinstance(people, list) else []:
-        if isinstance(person, dict):
-            name = person.get(":name") or person.get("name") or ""
-            email = person.get(":email") or person.get("email") or ""
-            names.append(f"{name} <{email}>" if name and email else str(name or email))
-    return "; ".join(n for n in names if n)
-
-
-def gradescope_export(folder: Path) -> list[Entry]:
-    """The submissions of a Gradescope export folder, named after their submitters."""
-    import yaml
-
-    metadata = yaml.load((folder / GRADESCOPE_METADATA).read_text(),  # noqa: S506 - safe loader
-                         Loader=_gradescope_loader()) or {}
-    entries = []
-    for key in sorted(metadata):
-        submission = folder / str(key)
-        student = _submitters(metadata[key]) or str(key)
-        files = (candidates(submission)
-                 if submission.is_dir() and not submission.is_symlink() else ())
-        entries.append(Entry(f"{student} ({key})" if student != key else student, files))
-    return entries
 
 
 def discover(paths: Iterable[str]) -> list[Entry]:
@@ -113,9 +65,9 @@ def discover(paths: Iterable[str]) -> list[Entry]:
             if path.is_file() and has_submission_suffix(path):
                 # a file of its own: a link is followed nowhere (not even to a classmate's)
                 add(Entry(printable_name(path.stem), () if path.is_symlink() else (path,)))
-            elif path.is_dir() and (path / GRADESCOPE_METADATA).is_file():
-                for entry in gradescope_export(path):
-                    add(entry)
+            elif gradescope.is_export(path):
+                for student, files in gradescope.export_submissions(path):
+                    add(Entry(student, files))
             elif path.is_dir():
                 for child in sorted(path.iterdir()):
                     if child.name.startswith((".", "__")):

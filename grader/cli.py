@@ -11,15 +11,10 @@ from typing import Any
 import click
 
 from grader import registry
-from grader.config import (
-    DEFAULT_LIMITS,
-    GRADESCOPE_VISIBILITIES,
-    SEED_VARIABLE,
-    Limits,
-    seed_from_environment,
-)
+from grader.config import DEFAULT_LIMITS, SEED_VARIABLE, Limits, seed_from_environment
 from grader.files import write_atomically
 from grader.model import DEFAULT_SEED
+from grader.platforms import FORMATS, gradescope
 
 ASSIGNMENT_IDS = list(registry.ids())
 
@@ -45,8 +40,6 @@ class AssignmentType(click.ParamType):
 
 
 ASSIGNMENT = AssignmentType()
-
-FORMATS = ("json", "text", "gradescope", "github", "markdown", "html")
 
 
 def _seed(value: int | None) -> int:
@@ -100,8 +93,8 @@ def _grading_options(default_format: str) -> Any:
     options = [
         _submission_argument,
         _assignment_option,
-        click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default=default_format,
-                     show_default=True, help="Report format."),
+        click.option("--format", "-f", "fmt", type=click.Choice(list(FORMATS)),
+                     default=default_format, show_default=True, help="Report format."),
         click.option("--seed", type=int, default=None,
                      help=f"Probe seed (default {DEFAULT_SEED}, or ${SEED_VARIABLE}). Another "
                           "seed gives hidden probes with new values."),
@@ -134,11 +127,10 @@ def _grade_and_emit(submission: Path, assignment: str | None, fmt: str, output: 
                     import_timeout: float | None, total_timeout: float | None,
                     memory_mb: int | None, unsafe_no_fs_isolation: bool) -> None:
     from grader.pipeline import grade_or_crashed
-    from grader.render import RENDERERS
 
     limits = _limits(timeout, import_timeout, total_timeout, memory_mb, unsafe_no_fs_isolation)
     report = grade_or_crashed(submission, assignment=assignment, seed=_seed(seed), limits=limits)
-    text = RENDERERS[fmt](report)
+    text = FORMATS[fmt].render(report)
     if output is None:
         click.echo(text, nl=False)
     else:
@@ -225,18 +217,16 @@ def batch(paths: tuple[str, ...], assignment: str, out_dir: Path, jobs: int | No
 @click.option("--seed", type=int, default=None,
               help="Probe seed used on Gradescope (default: a random secret, so the probes there "
                    "differ from the ones students check against).")
-@click.option("--hidden-visibility", type=click.Choice(GRADESCOPE_VISIBILITIES),
-              default="after_published", show_default=True,
+@click.option("--hidden-visibility", type=click.Choice(gradescope.VISIBILITIES),
+              default=gradescope.DEFAULT_VISIBILITY, show_default=True,
               help="When students see the tests run on hidden probes.")
 @click.option("--package", "packages", multiple=True, metavar="REQUIREMENT",
               help="An extra package submissions may import (e.g. scipy, torch); repeatable.")
 def gradescope_zip(assignment: str, output: Path, seed: int | None,
                    hidden_visibility: str, packages: tuple[str, ...]) -> None:
     """Build the autograder.zip to upload to a Gradescope programming assignment."""
-    from grader.gradescope import build_zip
-
-    config = build_zip(assignment, output, seed=seed, hidden_visibility=hidden_visibility,
-                       packages=packages)
+    config = gradescope.build_zip(assignment, output, seed=seed,
+                                  hidden_visibility=hidden_visibility, packages=packages)
     click.echo(f"wrote {output} for `{assignment}` (seed {config['seed']}; hidden tests "
                f"{hidden_visibility}). Upload it under Configure Autograder -> Zip file upload.")
 

@@ -7,8 +7,6 @@ from dataclasses import asdict, dataclass
 
 from grader.model import DEFAULT_SEED
 
-#: Gradescope's visibility settings for a test (its specs.md, "Controlling Test Case Visibility")
-GRADESCOPE_VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 #: the probe seed when none is given (a hidden seed for the whole class, in CI or Gradescope)
 SEED_VARIABLE = "ATTENTION_GRADER_SEED"
 

@@ -24,16 +24,21 @@ LAYERS: dict[str, int] = {
     "grader.config": 1,
     "grader.core": 2, "grader.load": 2, "grader.sandbox": 2, "grader.render": 2,
     "grader.pipeline": 3, "grader.tasks": 3,
-    "grader.cli": 4, "grader.batch": 4, "grader.class_report": 4, "grader.gradescope": 4,
-    "grader.github_action": 4, "grader.notebook": 4, "grader.pytest_plugin": 4,
-    "grader.starter": 4,
+    "grader.cli": 4, "grader.batch": 4, "grader.class_report": 4, "grader.notebook": 4,
+    "grader.pytest_plugin": 4, "grader.starter": 4,
+    # the registry of formats, and each platform an adapter of its own
+    "grader.platforms": 4, "grader.platforms.gradescope": 4, "grader.platforms.github": 4,
     "grader": 5, "grader.launch": 5, "grader.__main__": 6,
 }
 GROUPS = ("grader.core", "grader.sandbox", "grader.render", "grader.tasks", "reference")
-#: the only adapter that calls others is the command line, which dispatches to them; batch
-#: writes its class report
-ADAPTER_EDGES = {("grader.cli", "grader.batch"), ("grader.cli", "grader.gradescope"),
-                 ("grader.cli", "grader.starter"), ("grader.batch", "grader.class_report")}
+PLATFORMS = "grader.platforms"
+#: adapters that call others: the command line dispatches (and offers the registry's formats),
+#: batch reads Gradescope's export and writes its class report, the registry lists platforms
+ADAPTER_EDGES = {("grader.cli", "grader.batch"), ("grader.cli", PLATFORMS),
+                 ("grader.cli", "grader.platforms.gradescope"), ("grader.cli", "grader.starter"),
+                 ("grader.batch", "grader.class_report"),
+                 ("grader.batch", "grader.platforms.gradescope"),
+                 *((PLATFORMS, name) for name in LAYERS if name.startswith(PLATFORMS + "."))}
 
 
 def _module_name(path: Path) -> str:
@@ -78,7 +83,10 @@ def _home(module: str) -> str:
     """The entry of ``LAYERS`` that ``module`` belongs to (its longest prefix)."""
     candidates = [key for key in LAYERS if module == key or module.startswith(key + ".")]
     assert candidates, f"{module} has no layer: add it to LAYERS"
-    return max(candidates, key=len)
+    home = max(candidates, key=len)
+    assert home != PLATFORMS or module == PLATFORMS, (
+        f"{module} is a platform, an adapter of its own: add it to LAYERS at layer 4")
+    return home
 
 
 def test_every_module_has_a_layer() -> None:

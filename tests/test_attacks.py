@@ -17,6 +17,7 @@ import sysconfig
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ import pytest
 from grader import grade, sandbox
 from grader.core.report import validate
 from grader.model import DEFAULT_SEED
+from grader.render.formats import Page
 from grader.sandbox import SKIP_LAYERS_VARIABLE
 
 from .conftest import SUBMISSIONS, notebook, run_cli
@@ -292,26 +294,38 @@ def test_ancestors_proc_entries_are_out_of_sight(tmp_path: Path,
     assert report["score"] == report["max_score"]
 
 
-def test_exception_text_cannot_inject_markdown_or_html(tmp_path: Path) -> None:
-    from grader.render import RENDERERS
+def _student_pages(report: dict[str, Any], *, secret_only: bool = False) -> list[Page]:
+    """What a student reads of ``report`` at once, in every student-visible format of the
+    registry (``secret_only``: of the platforms that keep hidden tests secret)."""
+    from grader.platforms import FORMATS
 
+    pages = []
+    for fmt in FORMATS.values():
+        if fmt.student_pages is not None and (fmt.keeps_hidden_tests_secret or not secret_only):
+            pages += fmt.student_pages(fmt.render(report))
+    return pages
+
+
+def test_exception_text_cannot_inject_markdown_or_html(tmp_path: Path) -> None:
+    """Every page a student reads, in every student-visible format: text the submission wrote
+    (an exception, its file's name) is shown, never applied as Markdown or HTML."""
     payload = "<img src=x onerror=alert(1)> [click](https://evil.example) | **bold** ```"
     source = CORRECT + ("\n_correct = scaled_dot_product_attention\n"
                         "def scaled_dot_product_attention(Q, K, V, mask=None):\n"
                         f"    raise ValueError({payload!r})\n")
     report = _grade(tmp_path, source, name="a`b <i>.py")
-    markdown = RENDERERS["markdown"](report)
-    html_page = RENDERERS["html"](report)
-    results = json.loads(RENDERERS["gradescope"](report))
-    shown = [markdown, results["output"], *(t["output"] for t in results["tests"])]
-    assert "<img" not in html_page and "<i>" not in html_page
-    for text in map(_outside_fences, shown):
-        assert "<img" not in text and "<i>" not in text
-        assert "[click](https" not in text
-    for text in (markdown, results["output"]):
-        for line in text.splitlines():
-            if line.startswith("|"):
-                assert line.count("|") - line.count("\\|") == 5, line
+    pages = _student_pages(report)
+    assert {page.markup for page in pages} >= {"markdown", "html"}
+    for page in pages:
+        if page.markup == "html":
+            assert "<img" not in page.text and "<i>" not in page.text
+        elif page.markup == "markdown":
+            rendered = _outside_fences(page.text)
+            assert "<img" not in rendered and "<i>" not in rendered
+            assert "[click](https" not in rendered
+            for line in rendered.splitlines():
+                if line.startswith("|"):
+                    assert line.count("|") - line.count("\\|") == 5, line
 
 
 def _outside_fences(markdown: str) -> str:
@@ -328,9 +342,10 @@ def _outside_fences(markdown: str) -> str:
     return "\n".join(kept)
 
 
-def test_hidden_probe_values_stay_out_of_always_visible_gradescope_output(tmp_path: Path) -> None:
-    from grader.render import RENDERERS
-
+def test_hidden_probe_values_stay_out_of_what_a_secret_keeping_platform_shows(
+        tmp_path: Path) -> None:
+    """Every platform that keeps hidden tests secret (Gradescope's always-visible output and
+    visible tests) shows at once no value the submission saw on hidden probes."""
     source = CORRECT + ("\n_correct = scaled_dot_product_attention\n"
                         "def scaled_dot_product_attention(Q, K, V, mask=None):\n"
                         "    if Q.size > 4:\n"
@@ -338,17 +353,17 @@ def test_hidden_probe_values_stay_out_of_always_visible_gradescope_output(tmp_pa
                         "    return _correct(Q, K, V, mask) * 1.5\n")
     report = _grade(tmp_path, source, seed=777)
     assert report["metadata"]["hidden_probes"]
-    results = json.loads(RENDERERS["gradescope"](report, hidden_visibility="after_published"))
-    visible = [results["output"]] + [t["output"] for t in results["tests"]
-                                     if t["visibility"] == "visible"]
     failed_hidden = [c["message"] for c in report["checks"] if c.get("hidden") and not c["passed"]]
     assert failed_hidden
-    for text in visible:
+    shown = [page.text for page in _student_pages(report, secret_only=True)]
+    assert shown
+    for text in shown:
         assert "LEAK" not in text
         for message in failed_hidden:
             assert message not in text
     public = _grade(tmp_path, source, seed=DEFAULT_SEED)
-    assert "LEAK" in RENDERERS["markdown"](public)  # with public probes the student sees it
+    # with public probes the student sees it
+    assert any("LEAK" in page.text for page in _student_pages(public, secret_only=True))
 
 
 def test_dead_children_are_reaped_after_every_grade(tmp_path: Path) -> None:
@@ -625,8 +640,7 @@ def test_a_link_to_a_classmates_file_is_not_followed_in_a_batch(tmp_path: Path,
 def test_a_link_to_a_secret_never_reaches_the_report(tmp_path: Path, mode: str) -> None:
     """A 0600 credential of the grader's user, linked from the submission: its text must not
     come back through a syntax error, in any entry point that reads a submission."""
-    from grader import gradescope
-    from grader.render import RENDERERS
+    from grader.platforms import RENDERERS, gradescope
 
     if mode != "all-layers":
         pytest.skip("the grader's own reading: one mode is enough")

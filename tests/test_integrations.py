@@ -25,8 +25,8 @@ import yaml
 from grader import registry
 from grader.core.scoring import CREDIT_STEP
 from grader.notebook import check, grade_function
+from grader.platforms import PLATFORMS, RENDERERS, github, gradescope
 from grader.registry import rubric
-from grader.render import RENDERERS, github, gradescope
 from grader.starter import ACTION_REFERENCE, kit_files
 
 from .conftest import SUBMISSIONS, run_cli
@@ -51,6 +51,18 @@ def contract(name: str) -> dict[str, Any]:
     return json.loads((CONTRACTS / name).read_text())
 
 
+def _base64_json(output: str) -> Any:
+    return json.loads(base64.b64decode(output))
+
+
+#: each platform's result: the schema of what the platform documents (in tests/contracts/), and
+#: how to read the result from the format's output
+PLATFORM_CONTRACTS: dict[str, tuple[str, Any]] = {
+    "gradescope": ("gradescope_results.schema.json", json.loads),
+    "github": ("classroom_result.schema.json", _base64_json),
+}
+
+
 def grade_json(path: Path, *extra: str) -> dict[str, Any]:
     result = run_cli("grade", str(path), *extra)
     assert result.returncode == 0, result.stderr
@@ -58,7 +70,7 @@ def grade_json(path: Path, *extra: str) -> dict[str, Any]:
 
 
 def decoded_github(report: dict[str, Any]) -> dict[str, Any]:
-    return json.loads(base64.b64decode(github.render(report)))
+    return _base64_json(github.render(report))
 
 
 def reporter_numbers(result: dict[str, Any]) -> tuple[Fraction, Fraction]:
@@ -80,13 +92,26 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     return [grade_json(p) for p in existing] + [grade_json(broken, "--assignment", "attention")]
 
 
+# --- every platform --------------------------------------------------------------------------
+
+def test_every_platform_has_a_contract() -> None:
+    assert {platform.name for platform in PLATFORMS} == set(PLATFORM_CONTRACTS)
+
+
+@pytest.mark.parametrize("platform", [platform.name for platform in PLATFORMS])
+def test_every_platform_result_follows_its_contract(platform: str,
+                                                    reports: list[dict[str, Any]]) -> None:
+    schema_name, read = PLATFORM_CONTRACTS[platform]
+    for report in reports:
+        jsonschema.validate(read(RENDERERS[platform](report)), contract(schema_name))
+
+
 # --- Gradescope -------------------------------------------------------------------------------
 
-def test_gradescope_results_follow_the_spec(reports: list[dict[str, Any]]) -> None:
-    schema = contract("gradescope_results.schema.json")
+def test_gradescope_results_carry_the_score_and_the_misconceptions(
+        reports: list[dict[str, Any]]) -> None:
     for report in reports:
         results = json.loads(gradescope.render(report))
-        jsonschema.validate(results, schema)
         assert results["score"] == report["score"]
         assert sum(t["score"] for t in results["tests"]) == pytest.approx(report["score"])
         named = {m["id"] for m in report["misconceptions"]}
@@ -188,7 +213,6 @@ def test_the_framework_a_course_names_is_installed_where_it_is_graded(
 def test_a_missing_package_is_visible_under_hidden_probes() -> None:
     from grader.model import GraderError
     from grader.pipeline import error_report
-    from grader.render import RENDERERS
 
     report = error_report("attention", [GraderError(
         "missing-dependency", "`import torch` failed: `torch` is not installed")],
@@ -240,11 +264,9 @@ def test_bundled_grader_is_an_installable_project(tmp_path: Path) -> None:
 
 # --- GitHub Classroom -------------------------------------------------------------------------
 
-def test_github_result_follows_the_reporter_contract(reports: list[dict[str, Any]]) -> None:
-    schema = contract("classroom_result.schema.json")
+def test_github_result_keeps_both_reporter_numbers_equal(reports: list[dict[str, Any]]) -> None:
     for report in reports:
         result = decoded_github(report)
-        jsonschema.validate(result, schema)
         assert result["max_score"] == report["max_score"]
         sent, shown = reporter_numbers(result)
         assert sent == shown == Fraction(report["score"]).limit_denominator(10_000), report[
@@ -355,7 +377,7 @@ def test_submission_cannot_forge_gradescope_results(tmp_path: Path) -> None:
         try:
             script = {str(root / "run_autograder")!r}
             text = open(script).read()
-            cut = text.index("\\n", text.index("grader.gradescope run")) + 1
+            cut = text.index("\\n", text.index("grader.platforms.gradescope run")) + 1
             open(script, "w").write(text[:cut] + {tail!r})
         except OSError:
             print("script out of reach")

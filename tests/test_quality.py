@@ -200,6 +200,7 @@ def test_every_view_starts_with_what_to_fix() -> None:
     """Text, Markdown and HTML open with the score and one line per misconception, carrying the
     numbers that show it; nothing of it under a hidden seed's always-visible Markdown."""
     from grader.render import html, markdown, text
+    from grader.render.visible import student_view
 
     assignment = get("attention")
     report = grade_function(_student(assignment, {"scale": "dk", "mask": "inverted"}),
@@ -210,7 +211,8 @@ def test_every_view_starts_with_what_to_fix() -> None:
         assert "What to fix" in head and "mask-inverted" in view[: view.index("Details") if
                                                                    "Details" in view else None]
     assert first.split(";")[0] in text.render(report).split("Details")[0]
-    hidden = markdown.render(report, evidence=False).split("### Misconceptions")[0]
+    secret = {**report, "metadata": {**report["metadata"], "hidden_probes": True}}
+    hidden = markdown.render(student_view(secret)).split("### Misconceptions")[0]
     assert "What to fix" in hidden and first.split(";")[0] not in hidden
 
 

@@ -1,19 +1,3 @@
-"""Stage 6: one pure function per output format, from the report dict to text."""
-
-from __future__ import annotations
-
-from collections.abc import Callable
-from typing import Any
-
-from grader.render import github, gradescope, html, json_format, markdown, text
-
-RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
-    "json": json_format.render,
-    "text": text.render,
-    "markdown": markdown.render,
-    "gradescope": gradescope.render,
-    "github": github.render,
-    "html": html.render,
-}
-
-__all__ = ["RENDERERS"]
+"""Stage 6: one pure function per format of the report (json, text, markdown, html), from the
+report dict to text; ``visible.student_view`` decides what a student may see under hidden tests.
+The registry of every format, the platforms' included, is ``grader.platforms.FORMATS``."""

@@ -2,7 +2,8 @@
 
 Every piece of text that can come from a submission (error messages, file names, check details
 quoting an exception) goes into a code fence or is escaped, so it can neither format the page
-nor inject HTML or links.
+nor inject HTML or links. It shows what the report holds: a page for a student under hidden
+tests renders ``grader.render.visible.student_view(report)``, whose evidence is empty.
 """
 
 from __future__ import annotations
@@ -27,12 +28,6 @@ from grader.render.verdict import (
 )
 
 _SPECIAL = re.compile(r"([\\`*_\[\]|~])")
-#: errors that happen before any probe runs: their messages cannot show a probe's values
-LOADING_ERRORS = frozenset({"syntax-error", "invalid-notebook", "missing-function",
-                            "forbidden-import", "isolation-unavailable",
-                            "missing-dependency"})
-HIDDEN_DETAIL = ("(details come from hidden tests: they are shown with the tests once grades are "
-                 "published)")
 
 
 def fence(text: str) -> str:
@@ -56,18 +51,9 @@ def code_span(text: str) -> str:
     return f"{marks} {' '.join(text.split())} {marks}"
 
 
-def error_text(error: dict[str, Any], *, evidence: bool) -> str:
-    """An error's message, or under hidden probes (``evidence=False``) a note, for errors whose
-    message the submission may have written from a probe's values."""
-    if evidence or error["kind"] in LOADING_ERRORS:
-        return str(error["message"])
-    return HIDDEN_DETAIL
-
-
-def render(report: dict[str, Any], *, evidence: bool = True) -> str:
-    """The page; ``evidence=False`` leaves out everything that could show a hidden probe's
-    values (Gradescope's always-visible output under a hidden seed): evidence, the details of
-    hidden checks and the messages of errors raised while probing."""
+def render(report: dict[str, Any]) -> str:
+    """The page: score, what to fix, errors, misconceptions (with their evidence, when the
+    report holds it) and checks."""
     meta = report.get("metadata", {})
     lines = [
         f"## attention-grader: {inline(str(report['assignment']))}",
@@ -83,7 +69,7 @@ def render(report: dict[str, Any], *, evidence: bool = True) -> str:
     if report["misconceptions"] or grading_errors(report):  # the first screen: what to fix
         lines += ["**What to fix**", ""]
         for number, item in enumerate(report["misconceptions"], 1):
-            shown = f": {inline(first_line(item['evidence']))}" if evidence else ""
+            shown = f": {inline(first_line(item['evidence']))}" if item["evidence"] else ""
             lines.append(f"{number}. {inline(item['title'])} (`{item['id']}`){shown}")
             if place(item):
                 lines.append(f"   - {place(item)}: {code_span(item['location']['code'])}")
@@ -94,28 +80,27 @@ def render(report: dict[str, Any], *, evidence: bool = True) -> str:
                 lines.append(f"   - Fix: {item['fix']}")
         for error in grading_errors(report):
             lines.append(f"- {inline(error['kind'])}: "
-                         f"{inline(first_line(error_text(error, evidence=evidence)))}")
+                         f"{inline(first_line(error['message']))}")
         lines.append("")
     verdict = unexplained(report)
     if verdict:
         lines += [verdict, ""]
-    where = located(report, evidence=evidence)
+    where = located(report)
     if where:
         lines += [f"**{LOCATED_HEADING}**: {inline(where[0])}", ""]
         lines += [fence(where[1]), ""] if where[1] else []
     for error in grading_errors(report):
         lines += [f"**Error ({inline(error['kind'])})**", "",
-                  fence(error_text(error, evidence=evidence)), ""]
+                  fence(error["message"]), ""]
     if notes(report):
         lines += [f"**{NOTES_HEADING}**", ""]
         for error in notes(report):
-            lines += [f"- {inline(error['kind'])}:", "", fence(error_text(error, evidence=evidence)),
-                      ""]
+            lines += [f"- {inline(error['kind'])}:", "", fence(error["message"]), ""]
     if report["misconceptions"]:
         lines += ["### Misconceptions", ""]
         for item, shown in zip(report["misconceptions"], evidence_once(report["misconceptions"])):
             lines += [f"#### `{item['id']}`: {item['title']}", "", item["explanation"], ""]
-            if evidence:
+            if item["evidence"]:
                 lines += ["Evidence:", "", fence(shown), ""]
             if read_more(item):
                 lines += [f"Read more in the question bank: {inline(str(read_more(item)))}", ""]
@@ -123,12 +108,7 @@ def render(report: dict[str, Any], *, evidence: bool = True) -> str:
         lines += ["### Checks", "", "| | check | points | details |", "|---|---|---|---|"]
         for check in report["checks"]:
             mark = "pass" if check["passed"] else "**fail**"
-            if check["passed"]:
-                detail = ""
-            elif check.get("hidden") and not evidence:
-                detail = HIDDEN_DETAIL
-            else:
-                detail = inline(check["message"])
+            detail = "" if check["passed"] else inline(check["message"])
             lines.append(f"| {mark} | `{check['id']}` | {check['points']:g} / "
                          f"{check['max_points']:g} | {detail} |")
         lines.append("")

@@ -13,7 +13,11 @@ CALL_FAILURES = ("the call failed (", "the call on test input", "calls returned 
 
 
 def unexplained(report: dict[str, Any]) -> str | None:
-    """What to say when nothing is named but marks were lost, or None (no such case)."""
+    """What to say when nothing is named but marks were lost, or None (no such case). A
+    student view (``grader.render.visible``) carries it, decided before messages were withheld."""
+    meta = report.get("metadata", {})
+    if "verdict" in meta:
+        return meta["verdict"]
     if report["status"] != "graded" or report["misconceptions"]:
         return None
     failed = [c for c in report["checks"] if not c["passed"]]
@@ -117,17 +121,14 @@ def evidence_once(items: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def located(report: dict[str, Any], *, evidence: bool = True) -> tuple[str, str | None] | None:
-    """Where a wrong submission no misconception explains first goes wrong: the sentence
-    (without its numbers when they come from hidden tests) and the line's code, or None."""
+def located(report: dict[str, Any]) -> tuple[str, str | None] | None:
+    """Where a wrong submission no misconception explains first goes wrong: the sentence and
+    the line's code, or None."""
     found = report.get("located")
     if not found:
         return None
-    message = str(found["message"])
-    if not evidence:
-        message = message.split(": at index")[0].rstrip(".") + "."
     location = found.get("location")
-    return message, (str(location["code"]) if location else None)
+    return str(found["message"]), (str(location["code"]) if location else None)
 
 
 LOCATED_HEADING = "Where it first goes wrong"

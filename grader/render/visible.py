@@ -1,0 +1,52 @@
+"""What a student may see of a report while its hidden tests are secret: one policy, one pure
+function, for every output a platform shows the student before grades are published.
+
+Under a hidden seed, the probes' values are the secret: evidence quotes them, a failed hidden
+check's message states them, and an error raised while probing may carry them (a submission can
+write its inputs into an exception). Errors raised before any probe runs cannot, so they stay.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from grader.render.verdict import unexplained
+
+#: errors that happen before any probe runs: their messages cannot show a probe's values
+LOADING_ERRORS = frozenset({"syntax-error", "invalid-notebook", "missing-function",
+                            "forbidden-import", "isolation-unavailable",
+                            "missing-dependency"})
+#: what a student reads instead of a withheld message
+HIDDEN_DETAIL = ("(details come from hidden tests: they are shown with the tests once grades are "
+                 "published)")
+#: the numbers of a located stage start here (``... goes wrong: at index (0, 1): ...``)
+_LOCATED_NUMBERS = ": at index"
+
+
+def hidden_tests(report: dict[str, Any]) -> bool:
+    """Whether ``report`` was graded on hidden probes (a seed other than the public one)."""
+    return bool(report.get("metadata", {}).get("hidden_probes", False))
+
+
+def student_view(report: dict[str, Any]) -> dict[str, Any]:
+    """``report`` as a student may see it before grades are published: unchanged on public
+    probes; under hidden probes a new report without evidence, without the messages of hidden
+    checks and of errors raised while probing, and without the numbers of a located stage.
+    The verdict a renderer derives from the checks' messages is kept in the metadata."""
+    if not hidden_tests(report):
+        return report
+    view = copy.deepcopy(report)
+    view["metadata"]["verdict"] = unexplained(report)
+    for item in view["misconceptions"]:
+        item["evidence"] = ""
+    for check in view["checks"]:
+        if check.get("hidden"):
+            check["message"] = HIDDEN_DETAIL
+    for error in view["errors"]:
+        if error["kind"] not in LOADING_ERRORS:
+            error["message"] = HIDDEN_DETAIL
+    if view.get("located"):
+        message = str(view["located"]["message"])
+        view["located"]["message"] = message.split(_LOCATED_NUMBERS)[0].rstrip(".") + "."
+    return view

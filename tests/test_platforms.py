@@ -1,0 +1,113 @@
+"""The registry of formats, the student view every secret-keeping platform shows, and the
+Gradescope bundle's description of itself: all without running a submission."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grader.core.report import validate
+from grader.platforms import FORMATS, PLATFORMS, RENDERERS, gradescope
+from grader.render.verdict import unexplained
+from grader.render.visible import HIDDEN_DETAIL, LOADING_ERRORS, student_view
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORTS = ROOT / "assignments" / "attention" / "example_class" / "reports"
+
+
+def _report(student: str) -> dict[str, Any]:
+    return json.loads((REPORTS / f"{student}.json").read_text())
+
+
+def _on_hidden_probes(report: dict[str, Any]) -> dict[str, Any]:
+    """``report`` as the pipeline writes it under a hidden seed (``pipeline.grade``)."""
+    hidden = copy.deepcopy(report)
+    hidden["metadata"]["hidden_probes"] = True
+    for check in hidden["checks"]:
+        check["hidden"] = check["category"] != "interface" or not check["passed"]
+    return hidden
+
+
+def test_a_report_on_public_probes_is_its_own_student_view() -> None:
+    report = _report("bruno")
+    assert student_view(report) is report
+
+
+def test_the_student_view_withholds_what_hidden_probes_show() -> None:
+    report = _on_hidden_probes(_report("jonas"))  # misconceptions and a runtime error
+    report["errors"].append({"kind": "syntax-error", "message": "line 3: invalid syntax"})
+    report["located"] = {"stage": "scores", "message": "The scores go wrong: at index (0, 1): "
+                         "yours 0.5, expected 0.25."}
+    before = copy.deepcopy(report)
+    view = student_view(report)
+    assert report == before  # pure
+    validate(view)
+    assert report["misconceptions"] and all(m["evidence"] == "" for m in view["misconceptions"])
+    assert {c["message"] for c in view["checks"] if c["hidden"]} == {HIDDEN_DETAIL}
+    assert [c["message"] for c in view["checks"] if not c["hidden"]] == [
+        c["message"] for c in report["checks"] if not c["hidden"]]
+    for error, shown in zip(report["errors"], view["errors"]):
+        kept = error["kind"] in LOADING_ERRORS
+        assert shown["message"] == (error["message"] if kept else HIDDEN_DETAIL), error["kind"]
+    assert view["located"]["message"] == "The scores go wrong."
+
+
+@pytest.mark.parametrize("failure", ["the call failed (runtime-error; see the errors)",
+                                     "0 / 4 test inputs give the right answer"])
+def test_the_student_view_keeps_the_verdict_its_withheld_messages_decided(failure: str) -> None:
+    report = _on_hidden_probes(_report("ines"))
+    report["misconceptions"] = []
+    for check in report["checks"]:
+        check["message"] = failure if not check["passed"] else check["message"]
+    assert unexplained(student_view(report)) == unexplained(report) is not None
+
+
+def test_the_command_line_offers_every_format_of_the_registry() -> None:
+    from grader.cli import grade
+
+    choices = next(p for p in grade.params if p.name == "fmt").type.choices
+    assert list(choices) == list(FORMATS) == list(RENDERERS)
+    assert {"json", "text", "markdown", "html", "gradescope", "github"} <= set(FORMATS)
+    assert all(FORMATS[platform.name] is platform for platform in PLATFORMS)
+
+
+def test_only_the_report_itself_is_for_staff_alone() -> None:
+    assert [name for name, fmt in FORMATS.items() if not fmt.student_visible] == ["json"]
+
+
+def _pyproject() -> dict[str, Any]:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def test_the_bundle_describes_itself_as_the_project_does(tmp_path: Path) -> None:
+    """The bundled copy installs the project's packages with the project's requirements (the
+    bundle once carried a hand-kept copy of both)."""
+    gradescope.write_bundle(tmp_path)
+    bundled = tomllib.loads((tmp_path / "pyproject.toml").read_text())
+    project = _pyproject()
+    assert bundled["project"]["dependencies"] == project["project"]["dependencies"]
+    assert sorted(bundled["tool"]["setuptools"]["packages"]) == sorted(
+        project["tool"]["setuptools"]["packages"])
+
+
+def test_an_installed_grader_bundles_the_requirements_it_was_installed_with(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Without a source tree (a wheel), the requirements come from the installed metadata,
+    which says what pyproject.toml says."""
+    monkeypatch.setattr(gradescope, "SOURCE_PYPROJECT", tmp_path / "absent.toml")
+
+    def spelled(requirement: str) -> str:
+        return requirement.replace("'", '"').replace(" ", "")
+
+    assert [spelled(r) for r in gradescope.requirements()] == [
+        spelled(r) for r in _pyproject()["project"]["dependencies"]]
