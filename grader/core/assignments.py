@@ -44,6 +44,12 @@ class Assignment:
         return self.task.canonical.outputs
 
     @property
+    def diagnosed_outputs(self) -> tuple[str, ...]:
+        """The outputs diagnosis matches against the catalogue's variants (and the evidence
+        quotes): the task's choice, else the first."""
+        return self.task.diagnosed or self.outputs[:1]
+
+    @property
     def summary(self) -> str:
         return self.info.summary
 

@@ -32,13 +32,18 @@ NOT_COMPARABLE = frozenset({"wrong-signature", "timeout"})
 CRASHES = frozenset({"runtime-error", "crashed", "memory-limit"})
 
 
-def _variant_output(assignment: Assignment, recipe: Recipe, args: tuple[object, ...]) -> Array | None:
-    def compute() -> Array | None:
+def _variant_outputs(assignment: Assignment, recipe: Recipe, args: tuple[object, ...]
+                     ) -> dict[str, Array] | None:
+    """The outputs diagnosis compares (``Task.diagnosed``), as the recipe computes them; None
+    when the recipe cannot run on these inputs."""
+    def compute() -> dict[str, Array] | None:
         try:
-            out = assignment.variant(recipe, *args)[0]
+            outputs = assignment.variant(recipe, *args)
         except (ValueError, IndexError, TypeError, ZeroDivisionError):
             return None
-        return np.array(out, dtype=np.float64)
+        named = dict(zip(assignment.outputs, outputs))
+        return {name: np.array(named[name], dtype=np.float64)
+                for name in assignment.diagnosed_outputs}
 
     return kept(("recipe", assignment.task.name, *sorted(recipe.items())), args, compute)
 
@@ -55,8 +60,15 @@ class _Matcher:
         #: and location for the chosen recipe's)
         self._ratios: dict[tuple[object, ...], float | None] = {}
 
-    def variant_output(self, recipe: Recipe, index: int) -> Array | None:
-        return _variant_output(self.assignment, recipe, self.probes[index].args)
+    def variant_outputs(self, recipe: Recipe, index: int) -> dict[str, Array] | None:
+        return _variant_outputs(self.assignment, recipe, self.probes[index].args)
+
+    def variant_output(self, recipe: Recipe, index: int, name: str = "") -> Array | None:
+        """One output the recipe computes (the first diagnosed one by default)."""
+        outputs = self.variant_outputs(recipe, index)
+        if outputs is None:
+            return None
+        return outputs[name or self.assignment.diagnosed_outputs[0]]
 
     def ratio(self, recipe: Recipe, index: int) -> float | None:
         """Student's error against ``recipe`` in tolerances; None if the recipe cannot run."""
@@ -66,14 +78,25 @@ class _Matcher:
         return self._ratios[key]
 
     def _ratio(self, recipe: Recipe, index: int) -> float | None:
-        expected = self.variant_output(recipe, index)
-        if expected is None:
+        """The worst of the diagnosed outputs' errors against the recipe's, in tolerances."""
+        expected_outputs = self.variant_outputs(recipe, index)
+        if expected_outputs is None:
             return None
         outcome = self.outcomes[index]
         if not outcome.ok:
             return float("inf")
-        assert outcome.output is not None
-        actual = outcome.output
+        worst: float | None = None
+        for name, expected in expected_outputs.items():
+            actual = outcome.returned(name)
+            if actual is None:  # an optional output the submission does not return
+                continue
+            ratio = self._output_ratio(recipe, index, actual, expected)
+            if ratio is not None:
+                worst = ratio if worst is None else max(worst, ratio)
+        return worst
+
+    def _output_ratio(self, recipe: Recipe, index: int, actual: Array,
+                      expected: Array) -> float | None:
         unknown = self.assignment.task.unknown_rows
         rows = unknown(recipe, self.probes[index]) if unknown is not None else None
         if rows is not None and actual.shape == expected.shape and actual.ndim >= 2:

@@ -28,7 +28,7 @@ class Matcher(Protocol):
 
     def ratio(self, recipe: Recipe, index: int) -> float | None: ...
 
-    def variant_output(self, recipe: Recipe, index: int) -> Array | None: ...
+    def variant_output(self, recipe: Recipe, index: int, name: str = "") -> Array | None: ...
 
 
 
@@ -65,27 +65,30 @@ def explain(matcher: Matcher, misconception_id: str, recipe: Recipe,
     probe = matcher.probes[index]
     lines = [f"On test input '{probe.id}' {_sentence(row, assignment, probe, recipe)}."]
     outcome = matcher.outcomes[index]
-    correct = _correct(matcher, index)
-    variant = matcher.variant_output(recipe, index)
+    name = _shown_output(matcher, own if one_of_several else recipe, index)
+    correct = _correct(matcher, index, name)
+    variant = matcher.variant_output(recipe, index, name)
     if outcome.ok and variant is not None and correct.shape == variant.shape:
-        alone = matcher.variant_output(own, index) if one_of_several else None
+        alone = matcher.variant_output(own, index, name) if one_of_several else None
         if alone is not None and alone.shape != correct.shape:
             alone = None
         # several mistakes: the index where this one alone departs most from the answer
         gaps = gap(variant if alone is None else alone, correct)
         at = np.unravel_index(int(np.argmax(gaps)), gaps.shape)
-        assert outcome.output is not None
-        got = outcome.output[at] if outcome.output.shape == correct.shape else None
+        returned = outcome.returned(name)
+        got = returned[at] if returned is not None and returned.shape == correct.shape else None
         where = str(tuple(int(i) for i in at))
+        # (a task whose mistakes show in several outputs says which one the numbers are of)
+        at_words = f"In {name} at index" if len(assignment.diagnosed_outputs) > 1 else "At index"
         if alone is not None:
             # several mistakes at once: what this one alone would give, then all of them
             lines.append(
-                f"At index {where}: yours {_num(got)}, correct {_num(correct[at])}, with this "
+                f"{at_words} {where}: yours {_num(got)}, correct {_num(correct[at])}, with this "
                 f"mistake alone {_num(alone[at])}, with {_all(assignment, recipe)} of your mistakes "
                 f"{_num(variant[at])}.")
         else:
             lines.append(
-                f"At index {where}: yours {_num(got)}, correct {_num(correct[at])}, "
+                f"{at_words} {where}: yours {_num(got)}, correct {_num(correct[at])}, "
                 f"with this mistake {_num(variant[at])}."
             )
         if assignment.task.read_as:
@@ -104,18 +107,37 @@ def _shown_first(matcher: Matcher, index: int) -> tuple[bool, bool, int, int]:
     return DIAGNOSIS_ONLY in probe.tags, "large" in probe.tags, probe.size, index
 
 
-def _correct(matcher: Matcher, index: int) -> Array:
-    correct = matcher.assignment.reference(*matcher.probes[index].args)[0]
-    return np.asarray(correct, dtype=np.float64)
+def _correct(matcher: Matcher, index: int, name: str = "") -> Array:
+    """The reference's output of that name (the first diagnosed one by default)."""
+    assignment = matcher.assignment
+    outputs = dict(zip(assignment.outputs, assignment.reference(*matcher.probes[index].args)))
+    return np.asarray(outputs[name or assignment.diagnosed_outputs[0]], dtype=np.float64)
+
+
+def _departure(matcher: Matcher, recipe: Recipe, index: int, name: str) -> float:
+    """How far ``recipe`` moves this output from the answer, relative to its size (0 when it
+    cannot run, or gives another shape)."""
+    correct, variant = _correct(matcher, index, name), matcher.variant_output(recipe, index, name)
+    if variant is None or variant.shape != correct.shape:
+        return 0.0
+    scale = 1.0 + float(np.nanmax(np.abs(correct), initial=0.0))
+    return float(gap(variant, correct).max(initial=0.0)) / scale
 
 
 def _changes_answer(matcher: Matcher, recipe: Recipe, index: int) -> bool:
-    """Does ``recipe`` change the answer on this probe beyond rounding?"""
-    correct, variant = _correct(matcher, index), matcher.variant_output(recipe, index)
-    if variant is None or variant.shape != correct.shape:
-        return False
-    scale = 1.0 + float(np.nanmax(np.abs(correct), initial=0.0))
-    return bool(gap(variant, correct).max(initial=0.0) > 1e-6 * scale)
+    """Does ``recipe`` change the answer on this probe beyond rounding (in any output
+    diagnosis compares)?"""
+    return any(_departure(matcher, recipe, index, name) > 1e-6
+               for name in matcher.assignment.diagnosed_outputs)
+
+
+def _shown_output(matcher: Matcher, recipe: Recipe, index: int) -> str:
+    """The output whose numbers show the mistake: the one it moves furthest from the answer
+    (the first, where diagnosis compares one)."""
+    names = matcher.assignment.diagnosed_outputs
+    if len(names) == 1:
+        return names[0]
+    return max(names, key=lambda name: _departure(matcher, recipe, index, name))
 
 
 def _all(assignment: Assignment, recipe: Recipe) -> str:

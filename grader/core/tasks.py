@@ -72,6 +72,9 @@ class Task:
     #: the task is a softmax on its own, over the caller's axis: a literal fix names that axis
     #: and may exponentiate the line it rewrites (``reference.edits.Context``)
     softmax_alone: bool = False
+    #: the outputs diagnosis matches against the variants, by name (none: the first only); a
+    #: recipe explains a call when it explains every one of them the call returned
+    diagnosed: tuple[str, ...] = ()
 
     @property
     def canonical(self) -> registry.Canonical:
