@@ -30,6 +30,23 @@ _SOURCE_TREE = Path(__file__).resolve().parents[1] / "assignments"
 
 #: values a course's parameter can also receive: sizes derived from the probe
 DERIVED_ARGUMENTS = ("d_model", "d_k", "valid_lens", "seq_len", "zeros", "positions_range")
+#: the canonical arguments each derived one is worked out from (any one of them suffices; the
+#: child's ``interface._derive`` derives exactly these): a task without any of them cannot
+#: give it, and a course that asks for it is refused before anything runs
+DERIVED_FROM: dict[str, tuple[str, ...]] = {
+    "d_model": ("X_q", "Q", "X", "x", "d_model"),
+    "d_k": ("Q", "num_heads"),
+    "seq_len": ("X_q", "Q", "X", "x", "n_positions", "n"),
+    "zeros": ("n_positions",),
+    "positions_range": ("theta",),
+    "valid_lens": ("mask",),
+}
+
+
+def derivable(arguments: tuple[str, ...]) -> tuple[str, ...]:
+    """The derived arguments a task with these canonical arguments can give a course's code."""
+    return tuple(name for name in DERIVED_ARGUMENTS
+                 if any(source in arguments for source in DERIVED_FROM[name]))
 MASK_CONVENTIONS = {
     "keep": "a boolean mask, True where the query may attend to the key",
     "block": "a boolean mask, True where the key is blocked (as torch.nn.MultiheadAttention)",
@@ -340,22 +357,65 @@ def _check_task_options(canonical: Canonical, data: dict[str, Any], where: str) 
                          "position embeddings)")
 
 
+def _check_argument_name(name: str, known: tuple[str, ...], task: str, where: str) -> None:
+    if name in known:
+        return
+    why = ""
+    if name in DERIVED_ARGUMENTS:
+        why = (f" ({name} is worked out from {', '.join(DERIVED_FROM[name])}, which the {task} "
+               "task does not take)")
+    raise ValueError(f"{where}: parameter {name!r} is not one of {', '.join(known)}{why}")
+
+
+#: the depth of tables a constructor argument may nest (nanoGPT's `config` is one)
+MAX_TABLE_DEPTH = 3
+
+
+def _check_given_value(value: Any, known: tuple[str, ...], task: str, where: str, key: str,
+                       tables: bool, depth: int = 0) -> None:
+    """A constructor or global value: an argument's name, a number or true/false, or (in a
+    constructor) a table of them, checked at every depth."""
+    if isinstance(value, str):
+        _check_argument_name(value, known, task, f"{where}: {key}")
+    elif isinstance(value, dict) and tables and depth < MAX_TABLE_DEPTH:
+        for inner, item in value.items():
+            _check_given_value(item, known, task, where, f"{key}.{inner}", tables, depth + 1)
+    elif not isinstance(value, (bool, int, float)):
+        raise ValueError(f"{where}: {key} = {value!r} must be an argument's name or a number"
+                         + (" (or a table of them)" if tables else ""))
+
+
+def _check_constant(value: Any, where: str, key: str) -> None:
+    """A fixed keyword argument: a string, a number, true/false, or a list of them."""
+    items = value if isinstance(value, list) else [value]
+    if not all(isinstance(item, (str, bool, int, float)) for item in items):
+        raise ValueError(f"{where}: {key} = {value!r} must be a string, a number, true/false "
+                         "or a list of them")
+
+
 def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
     try:
         canonical = canonical_call(task)
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
     _check_keys(data, INTERFACE_KEYS, where, "[interface]")
-    known_args = (*canonical.arguments, *DERIVED_ARGUMENTS)
+    known_args = (*canonical.arguments, *derivable(canonical.arguments))
     parameters = tuple(str(p) for p in data.get("parameters", canonical.arguments))
     keywords = {str(k): str(v) for k, v in dict(data.get("keywords", {})).items()}
-    named = [v for table in ("constructor", "globals")
-             for value in dict(data.get(table, {})).values()
-             for v in (value.values() if isinstance(value, dict) else [value])
-             if isinstance(v, str)]
-    for name in (*parameters, *keywords.values(), *named):
-        if name not in known_args:
-            raise ValueError(f"{where}: parameter {name!r} is not one of {', '.join(known_args)}")
+    for name in (*parameters, *keywords.values()):
+        _check_argument_name(name, known_args, task, where)
+    for table in ("constructor", "globals"):
+        for key, value in dict(data.get(table, {})).items():
+            _check_given_value(value, known_args, task, where, f"{table}.{key}",
+                               tables=table == "constructor")
+    for key, value in dict(data.get("constants", {})).items():
+        _check_constant(value, where, f"constants.{key}")
+    for path, source in dict(data.get("weights", {})).items():
+        unknown = [w for w in str(source).split("|") if w not in canonical.arguments]
+        if unknown or not isinstance(source, str):
+            raise ValueError(f"{where}: weights.{path} = {source!r}: each part must be one of "
+                             f"the task's arguments ({', '.join(canonical.arguments)}), "
+                             "fused ones joined by |")
     fused = data.get("fused", "blocks")
     layouts = dict(fused) if isinstance(fused, dict) else {}
     for key, choices in INTERFACE_CHOICES.items():

@@ -135,3 +135,50 @@ def test_a_submission_returning_an_extra_array_is_told_which_it_should_return(
     assert "returned 3 arrays; expected 1 or 2: output, and optionally weights" in \
         error["message"]
     assert report["misconceptions"] == []
+
+
+@pytest.mark.parametrize("task_name,interface,message", [
+    # a derived name the task cannot derive (a causal mask has no d_model): every correct
+    # student got 0 with KeyError: 'd_model'
+    ("causal_mask", 'parameters = ["n", "d_model"]',
+     "parameter 'd_model' is not one of n, m, seq_len (d_model is worked out from"),
+    # a TOML date-time among the constants: an internal grader error after the code ran
+    ("attention", "constants = { when = 1979-05-27T07:32:00Z }",
+     "constants.when = datetime.datetime(1979, 5, 27"),
+    ("attention", "constants = { dropout = { p = 0.1 } }", "constants.dropout"),
+    # a typo two tables deep in a constructor: a traceback and no report
+    ("causal_self_attention",
+     'kind = "class"\nparameters = ["X"]\n'
+     'constructor = { config = { n_embd = "d_model", inner = { n_head = "num_head" } } }',
+     "constructor.config.inner.n_head: parameter 'num_head' is not one of"),
+    ("causal_self_attention", 'kind = "class"\nparameters = ["X"]\nglobals = { block = [1] }',
+     "globals.block = [1] must be an argument's name or a number"),
+    ("attention", 'kind = "class"\nparameters = ["Q", "K", "V"]\nweights = { "w" = "W_q" }',
+     "weights.w = 'W_q': each part must be one of the task's arguments"),
+    ("softmax", 'parameters = ["x", "valid_lens"]', "parameter 'valid_lens' is not one of"),
+])
+def test_a_course_folder_is_checked_before_any_student_code_runs(
+        tmp_path: Path, task_name: str, interface: str, message: str) -> None:
+    """What a teacher's folder says is checked when it is read, with a message naming the
+    key: never accepted, then charged to every student or crashing the grader."""
+    folder = tmp_path / "course"
+    folder.mkdir()
+    (folder / "assignment.toml").write_text(
+        f'id = "c"\nkind = "course"\ntask = "{task_name}"\nfunction = "f"\n'
+        f'signature = "f()"\n[interface]\n{interface}\n')
+    with pytest.raises(ValueError) as raised:
+        registry.get(str(folder))
+    assert message in str(raised.value)
+
+
+def test_every_derived_argument_a_task_offers_is_one_the_child_derives() -> None:
+    """The registry offers a derived argument only where the child works it out (a test
+    input of every task, through ``interface.course_arguments``)."""
+    from grader.sandbox import interface
+
+    for name, canonical in registry.canonical_calls().items():
+        probe = build_probes(name, 0)[0]
+        spec = {"parameters": list(canonical.arguments)}
+        *_, values, _ = interface.course_arguments(spec, canonical.as_dict(), probe.args)
+        for derived in registry.derivable(canonical.arguments):
+            assert values.get(derived) is not None or derived == "valid_lens", (name, derived)
