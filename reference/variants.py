@@ -259,7 +259,6 @@ _PROJECTIONS: dict[str, tuple[int, int, int]] = {
     "qk-": (0, 1, -1),
     "---": (-1, -1, -1),
 }
-PROJECTION_CHOICES = tuple(_PROJECTIONS)
 
 
 def _split(x: Array, num_heads: int, how: str) -> Array:

@@ -2,9 +2,15 @@
 
 The grader never imports or executes student code. It starts a child (``child.py``) with the
 submission, lets the caller plan the calls from what the child found on loading, and reads one
-frame per call with a wall-clock deadline for the import and for each call. A call that hangs or
-crashes costs that call: the child is killed (with its whole session and anything it left
-behind) and a new one continues with the remaining probes, within the total budget.
+frame per call with a deadline for the import and for each call (CPU time, the wall clock only
+a backstop: ``Budget``). A call that hangs or crashes costs that call: the child is killed (with
+its whole session and anything it left behind) and a new one continues with the remaining
+probes, within the total budget.
+
+The run's phases, over one ``RunState``: ``_run`` starts children until every call has an
+outcome or it gives up on the rest (``_why_skip_the_rest``); each child is one ``_attempt``:
+``_loaded`` (its confinement, then the loaded submission), ``_planned`` (the first load only),
+``_graded_calls``, ``_traced_reruns``; ``_collect`` builds the result.
 """
 
 from __future__ import annotations
