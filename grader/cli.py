@@ -31,12 +31,7 @@ class AssignmentType(click.ParamType):
             except ValueError as exc:
                 self.fail(str(exc), param, ctx)
             return str(value)
-        import difflib
-
-        close = difflib.get_close_matches(str(value), ASSIGNMENT_IDS, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        self.fail(f"{value!r} is neither an assignment ID ({', '.join(ASSIGNMENT_IDS)}) nor a "
-                  f"folder with an {registry.INTERFACE_FILE}.{hint}", param, ctx)
+        self.fail(registry.unknown_assignment(str(value)), param, ctx)
 
 
 ASSIGNMENT = AssignmentType()

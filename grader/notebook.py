@@ -217,7 +217,7 @@ def _assignment_for(target: Any, assignment: str | None) -> str:
     known = registry.ids()
     if assignment is not None:
         if not registry.exists(assignment):
-            raise ValueError(f"unknown assignment {assignment!r}; known: {', '.join(known)}")
+            raise ValueError(registry.unknown_assignment(assignment))
         return assignment
     name = target if isinstance(target, str) else getattr(target, "__name__", "")
     if name in known:

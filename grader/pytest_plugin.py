@@ -130,8 +130,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         raise pytest.UsageError(f"--attention-submission: {option} is not a file")
     assignment = _setting(config, "attention_assignment")
     if assignment is not None and not registry.exists(assignment):
-        raise pytest.UsageError(f"--attention-assignment: unknown assignment {assignment!r} "
-                                f"(known: {', '.join(registry.ids())})")
+        raise pytest.UsageError(
+            f"--attention-assignment: {registry.unknown_assignment(assignment)}")
     report = grade(path, assignment=assignment, seed=_seed(config))
     config.stash[REPORT] = report
     submission = SubmissionFile.from_parent(session, path=path, report=report)

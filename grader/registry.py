@@ -560,8 +560,18 @@ def get(reference: str) -> AssignmentInfo:
         return known[reference]
     if is_folder(reference):
         return _from_folder(str(Path(reference).resolve()))
-    raise KeyError(f"unknown assignment {reference!r} (known: {', '.join(ids())}; or the path "
-                   f"of a folder holding an {INTERFACE_FILE})")
+    raise KeyError(unknown_assignment(reference))
+
+
+def unknown_assignment(reference: str) -> str:
+    """What every entry point says of an assignment that is neither shipped nor a course's
+    folder: the closest known ID, if one is close, and every choice."""
+    import difflib
+
+    close = difflib.get_close_matches(reference, ids(), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return (f"unknown assignment {reference!r}{hint} (known: {', '.join(ids())}; or the path of "
+            f"a folder holding an {INTERFACE_FILE})")
 
 
 def exists(reference: str) -> bool:

@@ -301,7 +301,7 @@ def test_an_unknown_assignment_is_a_usage_error_naming_the_known_ones() -> None:
     done = run_cli("grade", str(SUBMISSIONS / "attention" / "correct_matmul.py"),
                    "--assignment", "atention")
     assert done.returncode == 2
-    assert "Did you mean 'attention'" in done.stderr
+    assert "unknown assignment 'atention'; did you mean 'attention'?" in done.stderr
 
 
 def test_a_missing_package_is_named_with_how_to_install_it(tmp_path: Path) -> None:

@@ -41,10 +41,10 @@ def refused_here(tmp_path_factory: pytest.TempPathFactory) -> None:
 @pytest.fixture(autouse=True, params=["fresh-interpreter", "fork-server"])
 def start_mode(request: pytest.FixtureRequest):
     """Every guarantee holds both for a fresh interpreter per submission (grade, check) and for a
-    fork of the pre-warmed server (batch)."""
-    sandbox.use_fork_server(request.param == "fork-server")
-    yield request.param
-    sandbox.use_fork_server(False)
+    fork of the pre-warmed server (batch): the test's runs start as its parameter says (the
+    default of this process's runs, for the test only)."""
+    with sandbox.forking(request.param == "fork-server"):
+        yield request.param
 
 
 def wrap(body: str) -> str:
@@ -242,7 +242,7 @@ def test_one_hanging_probe_costs_only_that_probe(grade_source) -> None:
     assert "timeout" in [e["kind"] for e in report["errors"]]
 
 
-def _outcomes(source: str, limits: Limits) -> list:
+def _outcomes(source: str, limits: Limits, start_mode: str) -> list:
     """Every call's outcome, straight from the sandbox, on the attention probes."""
     from grader.core.tasks import build_probes
     from grader.model import Submission
@@ -251,12 +251,14 @@ def _outcomes(source: str, limits: Limits) -> list:
     probes = build_probes("attention", 0)
     submission = Submission(Path("attention.py"), "py", (source,))
     _, outcomes = sandbox.run(submission, lambda info: CallPlan(
-        "scaled_dot_product_attention", probes), limits)
+        "scaled_dot_product_attention", probes), limits,
+        fork_server=start_mode == "fork-server")
     return outcomes
 
 
-def test_a_submission_that_hangs_on_every_call_is_given_up_after_two_timeouts_in_a_row() -> None:
-    outcomes = _outcomes(wrap("while True:\n    pass"), FAST)
+def test_a_submission_that_hangs_on_every_call_is_given_up_after_two_timeouts_in_a_row(
+        start_mode: str) -> None:
+    outcomes = _outcomes(wrap("while True:\n    pass"), FAST, start_mode)
     ran_out = [o for o in outcomes if "did not return" in o.message]
     assert len(ran_out) == 2, [o.message for o in outcomes]
     assert all(o.error_kind == "timeout" for o in outcomes)
@@ -264,9 +266,10 @@ def test_a_submission_that_hangs_on_every_call_is_given_up_after_two_timeouts_in
                for o in outcomes if o not in ran_out)
 
 
-def test_a_submission_that_hangs_on_masked_inputs_still_answers_every_other_one() -> None:
+def test_a_submission_that_hangs_on_masked_inputs_still_answers_every_other_one(
+        start_mode: str) -> None:
     outcomes = _outcomes(wrap("if mask is not None:\n    while True:\n        pass\n"
-                              "return _correct(Q, K, V, mask)"), FAST)
+                              "return _correct(Q, K, V, mask)"), FAST, start_mode)
     from grader.core.tasks import build_probes
 
     for probe, outcome in zip(build_probes("attention", 0), outcomes):

@@ -128,7 +128,7 @@ def _problems(submission: Path, assignment: str | None) -> list[str]:
 
     problems = []
     if assignment is not None and not registry.exists(assignment):
-        problems.append(f"unknown assignment {assignment!r} (known: {', '.join(registry.ids())})")
+        problems.append(registry.unknown_assignment(assignment))
     if not submission.is_file():
         problems.append(f"the submission {str(submission)!r} is not a file in the repository")
     elif not stays_within(submission, Path(os.environ.get("GITHUB_WORKSPACE") or submission.parent)):

@@ -242,7 +242,7 @@ def build_zip(assignment: str, output: Path, *, seed: int | None = None,
     student saw locally, so memorised outputs earn nothing, while correct code scores the same.
     """
     if not registry.exists(assignment):
-        raise ValueError(f"unknown assignment {assignment!r}")
+        raise ValueError(registry.unknown_assignment(assignment))
     info = registry.get(assignment)
     extra = None if info.id in registry.shipped() else info
     if hidden_visibility not in VISIBILITIES:

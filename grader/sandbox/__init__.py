@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["SKIP_LAYERS_VARIABLE", "Planner", "Submission", "fork_from", "run",
+__all__ = ["SKIP_LAYERS_VARIABLE", "Planner", "Submission", "fork_from", "forking", "run",
            "share_libraries", "shared_fork_server", "start_fork_server", "use_fork_server",
            "warm_frameworks"]
 
@@ -28,12 +28,13 @@ def __getattr__(name: str) -> Any:
         from grader.sandbox.child import SKIP_LAYERS_VARIABLE
 
         return SKIP_LAYERS_VARIABLE
-    if name in ("start_fork_server", "use_fork_server", "warm_frameworks", "fork_from",
-                "shared_fork_server", "share_libraries"):
+    if name in ("start_fork_server", "use_fork_server", "forking", "warm_frameworks",
+                "fork_from", "shared_fork_server", "share_libraries"):
         from grader.sandbox import forkserver
 
         return {"start_fork_server": forkserver.start, "use_fork_server":
-                forkserver.use_fork_server, "warm_frameworks": forkserver.warm_frameworks,
+                forkserver.use_fork_server, "forking": forkserver.forking,
+                "warm_frameworks": forkserver.warm_frameworks,
                 "fork_from": forkserver.fork_from,
                 "shared_fork_server": forkserver.shared_with_forks,
                 "share_libraries": forkserver.share_libraries}[name]

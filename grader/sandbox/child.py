@@ -67,11 +67,14 @@ class Child:
     """One worker process and its two pipes."""
 
     def __init__(self, submission: Submission, workdir: Path, newroot: Path,
-                 limits: Limits, spawned: Spawned | None = None) -> None:
+                 limits: Limits, spawned: Spawned | None = None, *,
+                 server: forkserver.ForkServer | None = None) -> None:
+        """A child forked by ``server``, else the worker ``spawned`` ahead, else a new one
+        (``server`` is started before: the processes to spare include it)."""
         self.nonce = secrets.token_hex(16)
         self.limits = limits
         roots = forbidden_roots()
-        self.server = forkserver.current()  # before listing what to spare: the server is one of them
+        self.server = server
         self.process: subprocess.Popen[bytes] | forkserver.Forked
         #: the run's processes are all inside a pid namespace of its own (its child said so
         #: before any student code ran): killing its first process ends every one of them

@@ -661,11 +661,6 @@ def restrict_landlock(libc, ruleset):
         os.close(ruleset)
 
 
-def landlock(libc, forbidden, readable, writable):
-    """Restrict this process to the rules; True when Landlock took effect."""
-    return restrict_landlock(libc, prepare_landlock(libc, forbidden, readable, writable))
-
-
 # -- seccomp ----------------------------------------------------------------------------------
 
 class _ArgCmp(ctypes.Structure):

@@ -211,7 +211,9 @@ class Forked:
         return code
 
 
-_use_fork_server = False
+#: do this process's runs fork from a server unless they say (``sandbox.run``'s
+#: ``fork_server``)? Set by batch's workers, whose every run does
+_forks_by_default = False
 #: the frameworks every server imports before forking (a course's torch, TensorFlow or JAX)
 _frameworks: tuple[str, ...] = ()
 #: slow libraries that only the second server imports, for the students who import them
@@ -222,21 +224,34 @@ _servers: dict[bool, ForkServer] = {}
 _with_libraries = False
 
 
-def in_use() -> bool:
-    return _use_fork_server
+def forks_by_default() -> bool:
+    return _forks_by_default
 
 
 def use_fork_server(enabled: bool = True) -> None:
-    """Run each submission in a fork of a pre-warmed server (batch grading) instead of a new
+    """Run each submission of this process that does not choose (``sandbox.run``'s
+    ``fork_server``) in a fork of a pre-warmed server (batch grading) instead of a new
     interpreter. The server starts on first use and dies with this process."""
-    global _use_fork_server
-    _use_fork_server = enabled
+    global _forks_by_default
+    _forks_by_default = enabled
+
+
+@contextlib.contextmanager
+def forking(enabled: bool) -> Iterator[None]:
+    """Within the block, the runs that do not choose fork from a server (``enabled``) or
+    start a new interpreter; the default before is restored after, whatever happens."""
+    before = _forks_by_default
+    use_fork_server(enabled)
+    try:
+        yield
+    finally:
+        use_fork_server(before)
 
 
 def start() -> None:
     """Use the fork server from now on, and start it now (a pool worker's warm-up)."""
     use_fork_server(True)
-    current()
+    server()
 
 
 def _imports(with_libraries: bool) -> tuple[str, ...]:
@@ -375,7 +390,12 @@ def server_pids() -> set[int]:
     return {server.process.pid for server in _servers.values() if server.alive()}
 
 
-def current() -> ForkServer | None:
-    if not _use_fork_server:
-        return None
+def server() -> ForkServer:
+    """The server the next run forks from (started, or restarted, as needed)."""
     return _server(_with_libraries)
+
+
+def current() -> ForkServer | None:
+    """The server the next run that does not choose forks from; None where it starts a new
+    interpreter."""
+    return server() if _forks_by_default else None

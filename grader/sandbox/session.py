@@ -2,9 +2,15 @@
 
 The grader never imports or executes student code. It starts a child (``child.py``) with the
 submission, lets the caller plan the calls from what the child found on loading, and reads one
-frame per call with a wall-clock deadline for the import and for each call. A call that hangs or
-crashes costs that call: the child is killed (with its whole session and anything it left
-behind) and a new one continues with the remaining probes, within the total budget.
+frame per call with a deadline for the import and for each call (CPU time, the wall clock only
+a backstop: ``Budget``). A call that hangs or crashes costs that call: the child is killed (with
+its whole session and anything it left behind) and a new one continues with the remaining
+probes, within the total budget.
+
+The run's phases, over one ``RunState``: ``_run`` starts children until every call has an
+outcome or it gives up on the rest (``_why_skip_the_rest``); each child is one ``_attempt``:
+``_loaded`` (its confinement, then the loaded submission), ``_planned`` (the first load only),
+``_graded_calls``, ``_traced_reruns``; ``_collect`` builds the result.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from grader.config import DEFAULT_LIMITS, Limits
@@ -23,7 +30,7 @@ from grader.model import CallOutcome, GraderError, Probe, RunInfo, Submission, T
 from grader.sandbox import forkserver, wire
 from grader.sandbox.child import Child
 from grader.sandbox.processes import become_subreaper, boot_ticks, reap_zombies, remove_leftovers
-from grader.sandbox.spawn import done_with_base, printed, take_head_start
+from grader.sandbox.spawn import Spawned, done_with_base, printed, take_head_start
 
 OUTPUT_EXCERPT_BYTES = 4096
 REFUSED_MESSAGE = (
@@ -232,102 +239,318 @@ _last_run_started: int | None = None
 
 
 def run(submission: Submission, plan: Planner, limits: Limits = DEFAULT_LIMITS,
-        prepare: Callable[[], object] | None = None) -> tuple[RunInfo, list[CallOutcome]]:
+        prepare: Callable[[], object] | None = None, *,
+        fork_server: bool | None = None) -> tuple[RunInfo, list[CallOutcome]]:
     """Load the submission in a child, let ``plan`` pick the calls, and run them.
 
     ``prepare`` runs in this process right after the first child starts, so that slow imports
-    here overlap with the child's start-up. Runs in one process take turns (threads wait): the
-    clean-up after a run kills by process, and would end a concurrent run's children.
+    here overlap with the child's start-up. ``fork_server``: each child is a fork of the
+    pre-warmed server (True) or a fresh interpreter (False); by default, as this process's
+    runs are (``forkserver.forks_by_default``: batch's workers fork). Runs in one process take
+    turns (threads wait): the clean-up after a run kills by process, and would end a
+    concurrent run's children.
     """
     global _last_run_started
+    forked = forkserver.forks_by_default() if fork_server is None else fork_server
     with _one_run_at_a_time:
         reap_zombies(_last_run_started)  # what died late in the run before
         _last_run_started = boot_ticks()
         try:
-            return _run(submission, plan, limits, prepare)
+            return _run(submission, plan, limits, prepare, forked)
         finally:
             reap_zombies(_last_run_started)
 
 
-def _run(submission: Submission, plan: Planner, limits: Limits,
-         prepare: Callable[[], object] | None) -> tuple[RunInfo, list[CallOutcome]]:
-    info = RunInfo()
-    layers = ["child-process", "new-session-kill", "rlimits", "scrubbed-environment",
-              "audit-hook-tripwire", "raw-array-channel"]
-    if become_subreaper():
-        layers.append("child-subreaper")
-    if forkserver.in_use():
-        layers.append("prewarmed-fork-server")
-    info.isolation = tuple(layers)
-    started_wall = time.time()
-    budget = Budget(limits)
-    base, spawned = take_head_start(reusable=not forkserver.in_use())
-    workdir, newroot = base / "work", base / "root"
-    outputs: list[int] = []  # what each child printed
-    outcomes: dict[int, CallOutcome] = {}
-    tripped: list[str] = []
-    uids: list[int] = []  # each child's own unprivileged user (as root)
-    untouched = limits.disk_mb > 0  # the run's folder: no child wrote in it (so far)
-    starved: set[int] = set()  # calls the wall-clock backstop stopped once: tried again
-    try:
-        planned: CallPlan | None = None
-        attempt = 0
-        timed_out: list[int] = []  # calls that ran out of time, in order
-        idle_timeouts = 0  # attempts in a row that ended on a timeout with nothing returned
-        while True:
-            remaining = _next_calls(planned, outcomes, timed_out)
-            done_before = len(outcomes)
-            child = Child(submission, workdir, newroot, limits, spawned if attempt == 0 else None)
-            outputs.append(child.output)
-            uids.append(child.uid)
-            budget.start_child()
-            if prepare is not None and attempt == 0:
-                prepare()
-            try:
-                planned = _drive(child, info, plan, planned, remaining, outcomes, tripped,
-                                 limits, budget, starved, first=attempt == 0)
-            finally:
-                child.stop()
-                untouched = untouched and child.own_root
-            attempt += 1
-            if planned is None or len(outcomes) == len(planned.probes):
-                break
-            made = remaining or list(range(len(planned.probes)))
-            ended_on_timeout = _ended_on_timeout(outcomes, made, done_before)
-            if ended_on_timeout is not None:
-                timed_out.append(ended_on_timeout)
-            idle_timeouts = (idle_timeouts + 1 if ended_on_timeout is not None
-                             and len(outcomes) - done_before == 1 else 0)
-            out_of_time = budget.used_up()
-            if attempt > limits.max_restarts or out_of_time or idle_timeouts >= 2:
-                last = outcomes[max(outcomes)] if outcomes else None
-                kind = "timeout" if out_of_time or last is None else str(last.error_kind)
-                reason = ("the time budget was used up" if out_of_time else
-                          "two calls in a row ran out of time, with nothing returned between "
-                          "them, so the remaining probes were skipped" if idle_timeouts >= 2 else
-                          f"the submission's process was lost {attempt} times "
-                          f"(last: {kind}), so the remaining probes were skipped")
-                for i, probe in enumerate(planned.probes):
-                    if i not in outcomes:
-                        outcomes[i] = CallOutcome(probe.id, kind, f"not run: {reason}")
-                break
-        # (imported here: confine.py needs Unix modules, and the notebook check, which imports
-        # this module, must load anywhere)
-        from grader.sandbox.confine import only_the_uid_separates
+@dataclasses.dataclass
+class RunState:
+    """What a run has learned so far, shared by its phases: the report's ``info``, each call's
+    outcome (by its index in the plan), what the tripwires caught, and what decides restarts."""
 
-        if only_the_uid_separates(info.isolation):
-            for uid in uids:
-                remove_leftovers(uid, started_wall)
-        info.stdout = _excerpt(outputs)
-        if tripped:
-            info.forbidden = sorted(set(tripped))[:10]
-        probes = planned.probes if planned else []
-        return info, [outcomes[i] for i in range(len(probes))]
-    finally:
-        for output in outputs:
+    info: RunInfo
+    limits: Limits
+    budget: Budget
+    #: the calls to make: None until the first child has loaded the submission (and after a
+    #: refusal to run it: then no call is reported)
+    plan: CallPlan | None = None
+    outcomes: dict[int, CallOutcome] = dataclasses.field(default_factory=dict)
+    #: what the tripwires caught, as the child said
+    tripped: list[str] = dataclasses.field(default_factory=list)
+    #: calls the wall-clock backstop stopped once, not reported yet: a new child tries them again
+    starved: set[int] = dataclasses.field(default_factory=set)
+    #: calls that ran out of time, in order
+    timed_out: list[int] = dataclasses.field(default_factory=list)
+    #: attempts in a row that ended on a timeout with nothing returned between them
+    idle_timeouts: int = 0
+    #: children started so far
+    attempts: int = 0
+
+    @property
+    def finished(self) -> bool:
+        """Nothing is left to run: no plan (yet: loading failed, or nothing to call), or an
+        outcome for every call."""
+        return self.plan is None or len(self.outcomes) == len(self.plan.probes)
+
+    def note_tripped(self, header: dict[str, Any]) -> None:
+        self.tripped.extend(_strings(header.get("tripped"), 10))
+
+
+@dataclasses.dataclass
+class _Children:
+    """The children of one run: where they run, how they start (the worker started ahead for
+    the first, or forks of the server), and what each leaves to close or clean up."""
+
+    base: Path
+    head_start: Spawned | None
+    forked: bool
+    #: what each child printed (an fd each)
+    outputs: list[int] = dataclasses.field(default_factory=list)
+    #: each child's own unprivileged user (as root)
+    uids: list[int] = dataclasses.field(default_factory=list)
+    #: the run's folder: no child wrote in it (so far)
+    untouched: bool = True
+
+    def start(self, submission: Submission, limits: Limits) -> Child:
+        spawned, self.head_start = self.head_start, None
+        server = forkserver.server() if self.forked else None
+        child = Child(submission, self.base / "work", self.base / "root", limits, spawned,
+                      server=server)
+        self.outputs.append(child.output)
+        self.uids.append(child.uid)
+        return child
+
+    def stop(self, child: Child) -> None:
+        child.stop()
+        self.untouched = self.untouched and child.own_root
+
+    def close(self) -> None:
+        for output in self.outputs:
             with contextlib.suppress(OSError):
                 os.close(output)
-        done_with_base(base, untouched=untouched)
+        done_with_base(self.base, untouched=self.untouched)
+
+
+def _parent_layers(subreaper: bool, forked: bool) -> tuple[str, ...]:
+    """The layers this side of a run provides, whatever the child finds."""
+    layers = ["child-process", "new-session-kill", "rlimits", "scrubbed-environment",
+              "audit-hook-tripwire", "raw-array-channel"]
+    if subreaper:
+        layers.append("child-subreaper")
+    if forked:
+        layers.append("prewarmed-fork-server")
+    return tuple(layers)
+
+
+def _run(submission: Submission, plan: Planner, limits: Limits,
+         prepare: Callable[[], object] | None, forked: bool) -> tuple[RunInfo, list[CallOutcome]]:
+    """Start children until every planned call has an outcome or the run gives up on the rest;
+    then collect what they left."""
+    state = RunState(RunInfo(isolation=_parent_layers(become_subreaper(), forked)), limits,
+                     Budget(limits))
+    started_wall = time.time()
+    base, spawned = take_head_start(reusable=not forked)
+    children = _Children(base, spawned, forked, untouched=limits.disk_mb > 0)
+    try:
+        while True:
+            calls = _next_calls(state.plan, state.outcomes, state.timed_out)
+            done_before = len(state.outcomes)
+            child = children.start(submission, limits)
+            state.budget.start_child()
+            state.attempts += 1
+            if prepare is not None and state.attempts == 1:
+                prepare()
+            try:
+                _attempt(child, state, plan, calls)
+            finally:
+                children.stop(child)
+            if state.finished:
+                break
+            _note_attempt(state, calls, done_before)
+            skipped = _why_skip_the_rest(state, out_of_time=state.budget.used_up())
+            if skipped is not None:
+                _skip_the_rest(state, *skipped)
+                break
+        return _collect(state, children, started_wall)
+    finally:
+        children.close()
+
+
+def _attempt(child: Child, state: RunState, plan: Planner, calls: list[int]) -> None:
+    """Talk to one child until it is done, hangs or dies: it loads the submission (the first
+    child's load is planned from), makes the graded calls, then the traced reruns."""
+    loaded = _loaded(child, state, calls)
+    if loaded is None:
+        return
+    if state.plan is None:
+        state.plan = _planned(state, loaded, plan)
+        if state.plan is None:
+            return
+        calls = list(range(len(state.plan.probes)))
+    if _graded_calls(child, state, state.plan, calls) and state.finished:
+        _traced_reruns(child, state, state.plan)
+
+
+def _loaded(child: Child, state: RunState, calls: list[int]) -> dict[str, Any] | None:
+    """The child's frame after loading the submission (its confinement's before it), or None
+    when none came: then the run's fatal error (first load) or the calls' outcomes say why."""
+    first_load = state.plan is None
+    try:
+        frame = state.budget.wait(child, state.limits.import_seconds)
+        if not isinstance(frame, str) and frame[0].get("type") == "hardened":
+            if not _take_confinement(child, state, frame[0]):
+                return None
+            frame = state.budget.wait(child, state.limits.import_seconds)
+    except (EOFError, wire.ProtocolError):
+        if first_load:
+            kind, message = child.death_kind()
+            state.info.fatal = GraderError(kind, message.replace("during the call",
+                                                                 "while loading"))
+            return None
+        frame = "lost"
+    if isinstance(frame, str):
+        if first_load:
+            state.info.fatal = GraderError("timeout", _load_timeout_message(frame, state.limits))
+        else:
+            _not_loaded_again(state, calls)
+        return None
+    state.note_tripped(frame[0])
+    return frame[0]
+
+
+def _take_confinement(child: Child, state: RunState, hardened: dict[str, Any]) -> bool:
+    """What the child said of its layers, sent before the submission runs (so the submission
+    cannot forge it); False when it refused to run the submission."""
+    layers = _known_layers(hardened.get("layers"))
+    child.confined_as(layers)
+    if state.attempts == 1:  # (the first child's layers are the run's)
+        state.info.isolation = tuple(dict.fromkeys([*state.info.isolation, *layers]))
+    if hardened.get("refused"):
+        state.info.fatal = GraderError("isolation-unavailable", REFUSALS.get(
+            str(hardened["refused"]), REFUSED_MESSAGE))
+        state.plan = None  # not run: no call is reported
+        return False
+    return True
+
+
+def _known_layers(layers: object) -> list[str]:
+    """The layers a child announced, only those the grader knows."""
+    return [x for x in layers if x in KNOWN_LAYERS] if isinstance(layers, list) else []
+
+
+def _not_loaded_again(state: RunState, calls: list[int]) -> None:
+    assert state.plan is not None
+    for i in calls:
+        state.outcomes[i] = CallOutcome(state.plan.probes[i].id, "timeout",
+                                        "not run: loading the submission again timed out")
+
+
+def _planned(state: RunState, loaded: dict[str, Any], plan: Planner) -> CallPlan | None:
+    """The calls to make, planned from what the first child found on loading; None to stop
+    (nothing to call, or a frame the grader cannot read: the run's fatal error)."""
+    try:
+        _info_from_loaded(loaded, state.info)
+    except MALFORMED as exc:
+        state.info.fatal = GraderError("crashed", _broke_the_channel(exc))
+        return None
+    made = plan(state.info)
+    return None if made is None else CallPlan(*made)
+
+
+def _broke_the_channel(exc: BaseException) -> str:
+    return f"the submission broke the result channel ({exc})"
+
+
+def _graded_calls(child: Child, state: RunState, plan: CallPlan, calls: list[int]) -> bool:
+    """Have the child make ``calls`` and read each answer into the outcomes; False when it
+    stopped before the last (it died, hung or broke the channel)."""
+    child.send(wire.encode_calls(plan.function, [plan.probes[i] for i in calls], plan.interface))
+    return all(_graded_call(child, state, plan.probes[index], index, position)
+               for position, index in enumerate(calls))
+
+
+def _graded_call(child: Child, state: RunState, probe: Probe, index: int, position: int) -> bool:
+    """The answer to one call (the ``position``-th sent, call ``index`` of the plan), into the
+    outcomes; False when this child can answer no more."""
+    try:
+        frame = state.budget.wait(child, state.limits.call_seconds)
+    except (EOFError, wire.ProtocolError) as exc:
+        kind, message = (("crashed", _broke_the_channel(exc))
+                         if isinstance(exc, wire.ProtocolError) else child.death_kind())
+        state.outcomes[index] = CallOutcome(probe.id, kind, message)
+        return False
+    if isinstance(frame, str):
+        if frame == "wall" and index not in state.starved:
+            state.starved.add(index)  # not reported yet: a new child tries this call again
+        else:
+            state.outcomes[index] = CallOutcome(probe.id, "timeout",
+                                                _call_timeout_message(frame, state.limits))
+        return False
+    header, blob = frame
+    state.note_tripped(header)
+    if header.get("type") != "result" or header.get("index") != position:
+        state.outcomes[index] = CallOutcome(probe.id, "crashed",
+                                            "the submission broke the result channel")
+        return False
+    try:
+        state.outcomes[index] = _outcome(probe, header, blob)
+    except MALFORMED as exc:
+        state.outcomes[index] = CallOutcome(probe.id, "crashed", _broke_the_channel(exc))
+        return False
+    return True
+
+
+def _note_attempt(state: RunState, calls: list[int], done_before: int) -> None:
+    """After a child that left calls without an outcome: did it end on a call that ran out of
+    time, and had it returned anything before?"""
+    assert state.plan is not None
+    made = calls or list(range(len(state.plan.probes)))
+    ended_on_timeout = _ended_on_timeout(state.outcomes, made, done_before)
+    if ended_on_timeout is not None:
+        state.timed_out.append(ended_on_timeout)
+    idle = ended_on_timeout is not None and len(state.outcomes) - done_before == 1
+    state.idle_timeouts = state.idle_timeouts + 1 if idle else 0
+
+
+def _why_skip_the_rest(state: RunState, *, out_of_time: bool) -> tuple[str, str] | None:
+    """The error kind and the reason for the calls not run, when the run gives up on them: the
+    time budget is used up, two calls in a row ran out of time with nothing returned between
+    them, or the child was lost more often than the limits allow; None to start another."""
+    if not (state.attempts > state.limits.max_restarts or out_of_time
+            or state.idle_timeouts >= 2):
+        return None
+    last = state.outcomes[max(state.outcomes)] if state.outcomes else None
+    kind = "timeout" if out_of_time or last is None else str(last.error_kind)
+    if out_of_time:
+        return kind, "the time budget was used up"
+    if state.idle_timeouts >= 2:
+        return kind, ("two calls in a row ran out of time, with nothing returned between them, "
+                      "so the remaining probes were skipped")
+    return kind, (f"the submission's process was lost {state.attempts} times (last: {kind}), "
+                  "so the remaining probes were skipped")
+
+
+def _skip_the_rest(state: RunState, kind: str, reason: str) -> None:
+    assert state.plan is not None
+    for i, probe in enumerate(state.plan.probes):
+        if i not in state.outcomes:
+            state.outcomes[i] = CallOutcome(probe.id, kind, f"not run: {reason}")
+
+
+def _collect(state: RunState, children: _Children,
+             started_wall: float) -> tuple[RunInfo, list[CallOutcome]]:
+    """The run's info and every planned call's outcome, in the plan's order, once what the
+    children left running as their own uids is gone."""
+    # (imported here: confine.py needs Unix modules, and the notebook check, which imports
+    # this module, must load anywhere)
+    from grader.sandbox.confine import only_the_uid_separates
+
+    if only_the_uid_separates(state.info.isolation):
+        for uid in children.uids:
+            remove_leftovers(uid, started_wall)
+    state.info.stdout = _excerpt(children.outputs)
+    if state.tripped:
+        state.info.forbidden = sorted(set(state.tripped))[:10]
+    probes = state.plan.probes if state.plan else []
+    return state.info, [state.outcomes[i] for i in range(len(probes))]
 
 
 def _next_calls(planned: CallPlan | None, outcomes: dict[int, CallOutcome],
@@ -358,121 +581,42 @@ def _ended_on_timeout(outcomes: dict[int, CallOutcome], made: list[int],
     return last if outcomes[last].error_kind == "timeout" else None
 
 
-def _drive(child: Child, info: RunInfo, plan: Planner,
-           planned: CallPlan | None, remaining: list[int],
-           outcomes: dict[int, CallOutcome], tripped: list[str], limits: Limits,
-           budget: Budget, starved: set[int], first: bool) -> CallPlan | None:
-    """Talk to one child until it is done, hangs or dies; return the plan (made on first load)."""
-    try:
-        frame = budget.wait(child, limits.import_seconds)
-        if not isinstance(frame, str) and frame[0].get("type") == "hardened":
-            hardened = frame[0]
-            # sent before the submission runs, so the submission cannot forge it
-            layers = hardened.get("layers")
-            layers = [x for x in layers if x in KNOWN_LAYERS] if isinstance(layers, list) else []
-            child.confined_as(layers)
-            if first:
-                info.isolation = tuple(dict.fromkeys([*info.isolation, *layers]))
-            if hardened.get("refused"):
-                info.fatal = GraderError("isolation-unavailable", REFUSALS.get(
-                    str(hardened["refused"]), REFUSED_MESSAGE))
-                return None
-            frame = budget.wait(child, limits.import_seconds)
-    except (EOFError, wire.ProtocolError):
-        frame = "lost"
-        if first:
-            kind, message = child.death_kind()
-            info.fatal = GraderError(kind, message.replace("during the call", "while loading"))
-            return None
-    if isinstance(frame, str):
-        if first:
-            info.fatal = GraderError("timeout", _load_timeout_message(frame, limits))
-            return None
-        for i in remaining:
-            outcomes[i] = CallOutcome(planned.probes[i].id, "timeout",  # type: ignore[union-attr]
-                                      "not run: loading the submission again timed out")
-        return planned
-    header, _ = frame
-    tripped.extend(_strings(header.get("tripped"), 10))
-    if first:
-        try:
-            _info_from_loaded(header, info)
-        except MALFORMED as exc:
-            info.fatal = GraderError("crashed", f"the submission broke the result channel ({exc})")
-            return None
-        made = plan(info)
-        if made is None:
-            return None
-        planned = CallPlan(*made)
-        remaining = list(range(len(planned.probes)))
-    assert planned is not None
-    function, probes, calling, _ = CallPlan(*planned)
-    child.send(wire.encode_calls(function, [probes[i] for i in remaining], calling))
-    for position, index in enumerate(remaining):
-        try:
-            frame = budget.wait(child, limits.call_seconds)
-        except (EOFError, wire.ProtocolError) as exc:
-            if isinstance(exc, wire.ProtocolError):
-                kind, message = "crashed", f"the submission broke the result channel ({exc})"
-            else:
-                kind, message = child.death_kind()
-            outcomes[index] = CallOutcome(probes[index].id, kind, message)
-            return planned
-        if isinstance(frame, str):
-            if frame == "wall" and index not in starved:
-                starved.add(index)  # not reported yet: a new child tries this call again
-            else:
-                outcomes[index] = CallOutcome(probes[index].id, "timeout",
-                                              _call_timeout_message(frame, limits))
-            return planned
-        header, blob = frame
-        tripped.extend(_strings(header.get("tripped"), 10))
-        if header.get("type") != "result" or header.get("index") != position:
-            outcomes[index] = CallOutcome(probes[index].id, "crashed",
-                                          "the submission broke the result channel")
-            return planned
-        try:
-            outcomes[index] = _outcome(probes[index], header, blob)
-        except MALFORMED as exc:
-            outcomes[index] = CallOutcome(probes[index].id, "crashed",
-                                          f"the submission broke the result channel ({exc})")
-            return planned
-    if len(outcomes) == len(probes):
-        _trace(child, CallPlan(*planned), outcomes, tripped, limits, budget)
-    return planned
-
-
-def _trace(child: Child, planned: CallPlan, outcomes: dict[int, CallOutcome],
-           tripped: list[str], limits: Limits, budget: Budget) -> None:
+def _traced_reruns(child: Child, state: RunState, plan: CallPlan) -> None:
     """After every graded call: run the traced probes the plan wants again under the tracer,
     in the same child. Their values may only choose the line a report quotes: whatever
     happens here (an error, a hang, a broken frame) changes no outcome, only what was traced."""
-    function, probes, calling, traces_for = planned
-    answered = [outcomes[i] for i in range(len(probes))]
-    wanted = [i for i in (traces_for(answered) if traces_for else range(len(probes)))
-              if probes[i].traced and answered[i].ok]
+    answered = [state.outcomes[i] for i in range(len(plan.probes))]
+    wanted = _traces_wanted(plan, answered)
     if not wanted:
         return
-    child.send(wire.encode_calls(function, [probes[i] for i in wanted], calling, trace=True))
+    child.send(wire.encode_calls(plan.function, [plan.probes[i] for i in wanted], plan.interface,
+                                 trace=True))
     position = 0
     try:
         while position < len(wanted):
-            frame = budget.wait(child, limits.call_seconds)
+            frame = state.budget.wait(child, state.limits.call_seconds)
             if isinstance(frame, str):
                 return
             header, blob = frame
-            tripped.extend(_strings(header.get("tripped"), 10))
+            state.note_tripped(header)
             if header.get("type") == "done":  # (the graded calls')
                 continue
             if header.get("type") != "result" or header.get("index") != position:
                 return
             index = wanted[position]
-            traced = _rerun_traced(probes[index], header, blob, answered[index])
+            traced = _rerun_traced(plan.probes[index], header, blob, answered[index])
             if traced:
-                outcomes[index] = dataclasses.replace(outcomes[index], traced=traced)
+                state.outcomes[index] = dataclasses.replace(state.outcomes[index], traced=traced)
             position += 1
     except (EOFError, *MALFORMED):
         return
+
+
+def _traces_wanted(plan: CallPlan, answered: list[CallOutcome]) -> list[int]:
+    """The calls to run again under the tracer: those the plan wants (all, unless it says),
+    of a traced probe, that returned arrays."""
+    chosen = plan.traces_for(answered) if plan.traces_for else range(len(plan.probes))
+    return [i for i in chosen if plan.probes[i].traced and answered[i].ok]
 
 
 def _load_timeout_message(why: str, limits: Limits) -> str:

@@ -2,9 +2,9 @@
 
 Frame = MAGIC (4 bytes) | header length (u32 LE) | blob length (u64 LE) | header | blob.
 Arrays travel as (dtype, shape, offset, nbytes) in the header and raw bytes in the blob; never as
-pickle. This module is standard-library only: the child worker imports a copy of nothing from the
-grader, it re-implements these few lines (see ``worker.py``), so the two are tested against each
-other in ``tests/test_sandbox.py``.
+pickle. Standard library at import (NumPy only inside the grader's functions): the child loads
+this same file by path (``worker.py``), importing nothing of the grader package;
+``tests/test_wire.py`` reads with the grader's side what that copy writes.
 """
 
 from __future__ import annotations
