@@ -308,7 +308,17 @@ def _row(entry: Entry, name: str, report: dict[str, Any]) -> dict[str, Any]:
         "errors": [e["kind"] for e in report["errors"]],
         "failed_checks": [c["id"] for c in report["checks"] if not c["passed"]],
         "seconds": meta.get("duration_seconds", 0.0),
+        **({"parts": [_part_row(part) for part in report["parts"]]} if "parts" in report else {}),
     }
+
+
+def _part_row(part: dict[str, Any]) -> dict[str, Any]:
+    """A part of a multi-part report, as the class report counts it."""
+    return {"assignment": part["assignment"], "status": part["status"],
+            "score": part["score"], "max_score": part["max_score"],
+            "misconceptions": [m["id"] for m in part["misconceptions"]],
+            "errors": [e["kind"] for e in part["errors"]],
+            "failed_checks": [c["id"] for c in part["checks"] if not c["passed"]]}
 
 
 @dataclass
@@ -426,6 +436,14 @@ def spreadsheet_text(value: object) -> str:
     return "'" + text if text.startswith(_FORMULA_STARTS) else text
 
 
+def _named_in_parts(row: dict[str, Any]) -> list[str]:
+    """The row's misconceptions, each with its part in a multi-part report ("attention:mask-
+    inverted")."""
+    if not row.get("parts"):
+        return list(row["misconceptions"])
+    return [f"{part['assignment']}:{m}" for part in row["parts"] for m in part["misconceptions"]]
+
+
 def write_summaries(rows: Sequence[dict[str, Any]], out_dir: Path, assignment: str) -> None:
     from grader.class_report import write_class_report
     from grader.files import write_atomically
@@ -434,12 +452,16 @@ def write_summaries(rows: Sequence[dict[str, Any]], out_dir: Path, assignment: s
                                                           ensure_ascii=False) + "\n")
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["student", "submission", "status", "score", "max_score", "misconceptions",
+    # a multi-part assignment: a column of each part's score, between the total and the names
+    parts: list[dict[str, Any]] = next((row["parts"] for row in rows if row.get("parts")), [])
+    writer.writerow(["student", "submission", "status", "score", "max_score",
+                     *(f"score {part['assignment']}" for part in parts), "misconceptions",
                      "errors", "report"])
     for row in rows:
+        scores = [part["score"] for part in row.get("parts", [])] or [""] * len(parts)
         writer.writerow([spreadsheet_text(row["student"]), spreadsheet_text(row["submission"]),
-                         row["status"], row["score"], row["max_score"],
-                         " ".join(row["misconceptions"]), " ".join(row["errors"]),
+                         row["status"], row["score"], row["max_score"], *scores,
+                         " ".join(_named_in_parts(row)), " ".join(row["errors"]),
                          spreadsheet_text(row["report"])])
     write_atomically(out_dir / "summary.csv", buffer.getvalue())
     write_class_report(rows, out_dir, assignment)

@@ -166,9 +166,39 @@ def html(stats: dict[str, Any]) -> str:
         "</style></head><body>\n" + body + "\n</body></html>\n")
 
 
+def part_statistics(rows: Sequence[dict[str, Any]], assignment: str) -> list[dict[str, Any]]:
+    """A multi-part assignment: each part's statistics, from the parts of the rows (a student
+    whose submission could not be run at all counts in every part, with that error); none for
+    an assignment of one part."""
+    from grader import registry
+
+    info = registry.get(assignment) if registry.exists(assignment) else None
+    if info is None or not info.multi_part:
+        return []
+    stats = []
+    for number, (found, _) in enumerate(registry.parts_of(info)):
+        part_rows = [{**part, "student": row["student"]}
+                     for row in rows for part in row.get("parts", [])[number: number + 1]]
+        stats.append(class_statistics(part_rows, registry.reference_of(found)))
+    return stats
+
+
+def _demoted(text: str) -> str:
+    """A page's Markdown headings one level down (a part's section inside the class's)."""
+    return "\n".join("#" + line if line.startswith("#") else line for line in text.splitlines())
+
+
 def write_class_report(rows: Sequence[dict[str, Any]], out_dir: Path, assignment: str) -> None:
     from grader.files import write_atomically
 
     stats = class_statistics(rows, assignment)
-    write_atomically(out_dir / "summary.md", markdown(stats))
-    write_atomically(out_dir / "report.html", html(stats))
+    parts = part_statistics(rows, assignment)
+    page, web = markdown(stats), html(stats)
+    for number, part in enumerate(parts, 1):  # (each part's misconceptions and checks)
+        title = f"Part {number} of {len(parts)}"
+        page += f"\n# {title}\n\n" + _demoted(markdown(part))
+        body = html(part).split("<body>\n", 1)[1].rsplit("\n</body>", 1)[0]
+        web = web.replace("\n</body></html>", f"\n<section><h1>{title}</h1>{body}</section>"
+                          "\n</body></html>")
+    write_atomically(out_dir / "summary.md", page)
+    write_atomically(out_dir / "report.html", web)

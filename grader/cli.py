@@ -234,6 +234,12 @@ def starter(assignment: str, out_dir: Path) -> None:
     """Write an assignment's starter kit: student README, notebook, .py and Classroom workflow."""
     from grader.starter import write_kit
 
+    info = registry.get(assignment)
+    if info.multi_part:  # (its parts' starter code is each part's)
+        parts = ", ".join(found.id for found, _ in registry.parts_of(info))
+        raise click.UsageError(f"{assignment} is made of parts ({parts}): its students start "
+                               "from the course's own notebook or file; write a part's kit with "
+                               "attention-grader starter PART")
     for path in write_kit(assignment, out_dir):
         click.echo(f"wrote {path}")
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from grader import registry
 from grader.config import DEFAULT_LIMITS
-from grader.model import DEFAULT_SEED, CallOutcome, Probe, TracedValue
+from grader.model import DEFAULT_SEED, CallOutcome, GraderError, Probe, TracedValue
 
 
 class _CallTimeout(BaseException):
@@ -290,14 +290,58 @@ def check(target: Callable[..., Any] | str | None = None, assignment: str | None
         outer = caller.f_back if caller else None
         namespace = {**outer.f_globals, **outer.f_locals} if outer else {}
         del caller, outer
+        whole = _multi_part(target, assignment)
+        if whole is not None:  # every part the notebook defines, one report
+            return _shown(Feedback(grade_parts(namespace, whole, seed=seed)), display)
         function, assignment_id = _find_in(namespace, target, assignment)
     else:
         function, assignment_id = target, _assignment_for(target, assignment)
-    feedback = Feedback(grade_function(function, assignment_id, seed=seed))
+    return _shown(Feedback(grade_function(function, assignment_id, seed=seed)), display)
+
+
+def _shown(feedback: Feedback, display: bool) -> Feedback:
     if display:
         _show(feedback)
         feedback._just_shown = True
     return feedback
+
+
+def _multi_part(target: str | None, assignment: str | None) -> str | None:
+    """The multi-part assignment asked for (``check("cs231n-transformer-layers")`` or
+    ``check(assignment=...)``), if one is."""
+    for reference in (assignment, target):
+        if reference and registry.exists(reference) and registry.get(reference).multi_part:
+            return reference
+    return None
+
+
+def grade_parts(namespace: dict[str, Any], assignment: str, *,
+                seed: int = DEFAULT_SEED) -> dict[str, Any]:
+    """Grade every part of a multi-part assignment from the functions (or classes) this
+    namespace defines, in this process; a part it does not define scores 0 with its own
+    ``missing-function`` error."""
+    from grader.core.report import PartReport, join_parts, validate
+    from grader.pipeline import base_metadata, error_report
+
+    info = registry.get(assignment)
+    metadata = {**base_metadata(seed, "(in this notebook)"),
+                "isolation": ["none: notebook self-check"]}
+    graded = []
+    for found, part in registry.parts_of(info):
+        reference = registry.reference_of(found)
+        target = namespace.get(found.function)
+        if callable(target):
+            report = grade_function(target, reference, seed=seed)
+        else:
+            report = error_report(reference, [GraderError(
+                "missing-function", f"this part is not written yet: `{found.function}` is not "
+                "defined in this notebook (run the cell that defines it first)")], metadata)
+        graded.append(PartReport(found.id, found.function, registry.part_max_score(found, part),
+                                 report))
+    metadata["function"] = ", ".join(found.function for found, _ in registry.parts_of(info))
+    report = join_parts(info.id, graded, metadata)
+    validate(report)
+    return report
 
 
 def _find_in(namespace: dict[str, Any], target: str | None,

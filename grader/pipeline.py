@@ -134,6 +134,9 @@ def grade(path: str | Path, *, assignment: str | None = None, seed: int = DEFAUL
     except load.LoadError as exc:
         told = assignment or infer_assignment(exc.defined) or "unknown"
         return finish(error_report(told, [exc.error], metadata))
+    if assignment is not None and registry.exists(assignment) and \
+            registry.get(assignment).multi_part:
+        return finish(_grade_parts(submission, registry.get(assignment), seed, limits, metadata))
 
     planned = _Plan(assignment, seed)
     info, outcomes = sandbox.run(submission, planned, limits, prepare=import_numeric_stages)
@@ -152,7 +155,11 @@ def grade(path: str | Path, *, assignment: str | None = None, seed: int = DEFAUL
     if chosen is None or planned.probes is None:
         wanted = ([registry.get(chosen).function] if chosen else
                   [entry.function for entry in registry.inference_order()])
-        message = missing_function_message(wanted, info.defined_functions)
+        whole = registry.offered(info.defined_functions) if assignment is None else None
+        message = (missing_function_message(wanted, info.defined_functions) if whole is None
+                   else f"no function named {', '.join(f'`{n}`' for n in wanted)} was found, but "
+                   f"this file defines the parts of the course assignment `{whole}`: grade it "
+                   f"with --assignment {whole}")
         if load_errors and submission.kind == "py":  # the file stopped before defining it
             message += "; loading stopped at the error above, which is what to fix first"
         elif load_errors:  # a cell stops at its error, and may have been the one to define it
@@ -197,6 +204,97 @@ class _Plan:
             return [i for i, probe in enumerate(probes) if probe.traced]
 
         return CallPlan(entry.function, probes, assignment.calling(), traces_for)
+
+
+class _PartsPlan:
+    """The calls of every part of a multi-part assignment, in one run: each part the
+    submission defines is called on its own probes, through its own interface."""
+
+    def __init__(self, parts: Sequence[tuple[Assignment, float]], seed: int) -> None:
+        self.parts, self.seed = parts, seed
+        #: each part's probes, or None for a part the submission does not define
+        self.probes: list[list[Probe] | None] = [None] * len(parts)
+
+    def __call__(self, info: RunInfo) -> CallPlan | None:
+        if info.fatal is not None:
+            return None
+        targets: list[dict[str, Any]] = []
+        probes: list[Probe] = []
+        target_of: list[int] = []
+        for number, (part, _) in enumerate(self.parts):
+            if part.function not in info.defined_functions:
+                continue
+            self.probes[number] = made = part.probes(self.seed)
+            target_of += [len(targets)] * len(made)
+            targets.append({"function": part.function, **part.calling()})
+            probes += made
+        if not probes:
+            return None
+        return CallPlan(targets[0]["function"], probes, None, self.traces_for, targets, target_of)
+
+    def traces_for(self, outcomes: list[CallOutcome]) -> list[int]:
+        """The traced probes of each part that does not answer as the reference does."""
+        from grader.core.scoring import answers_as_the_reference
+
+        wanted, start = [], 0
+        for (part, _), probes in zip(self.parts, self.probes):
+            if probes is None:
+                continue
+            mine = outcomes[start: start + len(probes)]
+            if not answers_as_the_reference(part, probes, mine):
+                wanted += [start + i for i, probe in enumerate(probes) if probe.traced]
+            start += len(probes)
+        return wanted
+
+    def outcomes_of(self, outcomes: Sequence[CallOutcome]
+                    ) -> list[tuple[list[Probe], Sequence[CallOutcome]] | None]:
+        """Each part's probes and outcomes (None for a part not defined)."""
+        split: list[tuple[list[Probe], Sequence[CallOutcome]] | None] = []
+        start = 0
+        for probes in self.probes:
+            if probes is None:
+                split.append(None)
+                continue
+            split.append((probes, outcomes[start: start + len(probes)]))
+            start += len(probes)
+        return split
+
+
+def _grade_parts(submission: load.Submission, info: registry.AssignmentInfo, seed: int,
+                 limits: Limits, metadata: dict[str, Any]) -> dict[str, Any]:
+    """Grade every part of a multi-part assignment from one run of the submission."""
+    from grader.core.assignments import get
+    from grader.core.report import PartReport, join_parts
+
+    parts = [(get(registry.reference_of(found)), registry.part_max_score(found, part))
+             for found, part in registry.parts_of(info)]
+    planned = _PartsPlan(parts, seed)
+    run, outcomes = sandbox.run(submission, planned, limits, prepare=import_numeric_stages)
+    metadata["isolation"] = list(run.isolation)
+    if run.stdout:
+        metadata["stdout"] = run.stdout[:2000]
+    load_errors = list(run.load_errors)
+    whole: list[GraderError] = []
+    if run.forbidden:
+        whole = [GraderError("forbidden-import", "the submission tried to reach the grader's own "
+                             "code: " + "; ".join(run.forbidden) + ". Grading is refused.")]
+    elif run.fatal is not None:
+        whole = [run.fatal]
+    graded = []
+    for (part, worth), ran in zip(parts, planned.outcomes_of(outcomes)):
+        own = {**metadata, "function": part.function}
+        reference = registry.reference_of(part.info)
+        if whole:
+            report = error_report(reference, [*whole, *load_errors], own)
+        elif ran is None:
+            error = GraderError("missing-function", "this part is not written yet: "
+                                + missing_function_message([part.function], run.defined_functions))
+            report = error_report(reference, [*load_errors, error], own)
+        else:
+            report = evaluate(part, ran[0], ran[1], load_errors, own, sources=submission.sources)
+        graded.append(PartReport(part.id, part.function, worth, report))
+    metadata["function"] = ", ".join(part.function for part, _ in parts)
+    return join_parts(info.id, graded, metadata)
 
 
 def grade_or_crashed(path: str | Path, *, assignment: str | None = None,
@@ -285,8 +383,16 @@ def error_report(assignment_id: str, errors: Sequence[GraderError],
 
     total = 10.0  # (an assignment that could not even be told)
     if registry.exists(assignment_id):
+        info = registry.get(assignment_id)
+        if info.multi_part:  # every part, with the error that stopped them all
+            from grader.core.report import PartReport, join_parts
+
+            return join_parts(info.id, [
+                PartReport(found.id, found.function, registry.part_max_score(found, part),
+                           error_report(registry.reference_of(found), errors, metadata))
+                for found, part in registry.parts_of(info)], metadata)
         total = float(registry.rubric(assignment_id)["max_score"])
-        assignment_id = registry.get(assignment_id).id
+        assignment_id = info.id
     return build(assignment=assignment_id, status="error", score=0.0, max_score=total,
                  errors=errors, metadata=metadata).to_dict()
 

@@ -89,9 +89,11 @@ class SubmissionFile(pytest.File):
                 and not errors, feedback="\n".join(f"[{e['kind']}] {e['message']}"
                                                    for e in errors)))
         for check in report["checks"]:
-            feedback = (f"{check['id']}: {check['points']:g} / {check['max_points']:g} points\n"
+            # (a multi-part assignment: each part's checks, named with their part)
+            name = f"{check['part']}::{check['id']}" if check.get("part") else check["id"]
+            feedback = (f"{name}: {check['points']:g} / {check['max_points']:g} points\n"
                         f"{check['message']}{context}")
-            items.append(CheckItem.from_parent(self, name=check["id"], passed=check["passed"],
+            items.append(CheckItem.from_parent(self, name=name, passed=check["passed"],
                                                feedback=feedback))
         return items
 

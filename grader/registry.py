@@ -290,8 +290,10 @@ class Interface:
 TOP_LEVEL_KEYS: dict[str, Any] = {
     "id": str, "kind": str, "course": str, "task": str, "function": str, "signature": str,
     "arguments": list, "summary": str, "conventions": list, "inference_priority": int,
-    "rubric_from": str, "interface": dict, "canonical": dict,
+    "rubric_from": str, "interface": dict, "canonical": dict, "parts": list,
 }
+#: the keys of a part of a multi-part assignment (``[[parts]]``)
+PART_KEYS: dict[str, Any] = {"assignment": str, "weight": (int, float), "title": str}
 INTERFACE_KEYS: dict[str, Any] = {
     "kind": str, "parameters": list, "mask": str, "returns": str, "arrays": str, "dtype": str,
     "projections": str, "batch": str, "mask_shape": str, "self_attention_only": bool,
@@ -302,7 +304,8 @@ INTERFACE_KEYS: dict[str, Any] = {
 }
 KINDS = ("builtin", "preset", "course")
 TYPE_NAMES = {str: "a string", list: "a list", dict: "a table", bool: "true or false",
-              int: "a whole number", (str, dict): "a string or a table"}
+              int: "a whole number", (str, dict): "a string or a table",
+              (int, float): "a number"}
 
 
 def _check_keys(data: dict[str, Any], schema: dict[str, Any], where: str, table: str) -> None:
@@ -324,6 +327,9 @@ def check_file(data: dict[str, Any], where: str) -> None:
     """The file against its schema: known keys, each of its type and, for a choice, an allowed
     value."""
     _check_keys(data, TOP_LEVEL_KEYS, where, "the file")
+    if "parts" in data:
+        _check_parts_file(data, where)
+        return
     for key in ("id", "task", "function", "signature"):
         if key not in data:
             raise ValueError(f"{where}: the key {key!r} is missing")
@@ -333,6 +339,33 @@ def check_file(data: dict[str, Any], where: str) -> None:
     if "canonical" in data and data.get("kind", "builtin") != "builtin":
         raise ValueError(f"{where}: [canonical] defines a task; only a built-in assignment has "
                          "one (a course's assignment names its task and maps it in [interface])")
+
+
+#: what a multi-part assignment says of itself; its parts say the rest
+PARTS_FILE_KEYS = ("id", "kind", "course", "summary", "conventions", "parts")
+
+
+def _check_parts_file(data: dict[str, Any], where: str) -> None:
+    """A multi-part assignment: an ID, its parts (each an assignment, with a weight), and
+    nothing that belongs to a part (a task, a function, an interface)."""
+    if "id" not in data:
+        raise ValueError(f"{where}: the key 'id' is missing")
+    extra = [key for key in data if key not in PARTS_FILE_KEYS]
+    if extra:
+        raise ValueError(f"{where}: {', '.join(extra)} belong(s) to the parts of a multi-part "
+                         f"assignment, not to the whole (its keys: {', '.join(PARTS_FILE_KEYS)})")
+    if data.get("kind", "course") not in KINDS[1:]:
+        raise ValueError(f"{where}: a multi-part assignment is a preset or a course's")
+    parts = data["parts"]
+    if not parts or not all(isinstance(part, dict) for part in parts):
+        raise ValueError(f"{where}: parts is a list of tables ([[parts]]), at least one")
+    for number, part in enumerate(parts, 1):
+        _check_keys(part, PART_KEYS, where, f"part {number}")
+        if "assignment" not in part:
+            raise ValueError(f"{where}: part {number} names no assignment")
+        weight = part.get("weight", 1.0)
+        if isinstance(weight, bool) or not weight > 0:
+            raise ValueError(f"{where}: part {number}: weight must be a number above 0")
 
 
 def _check_task_options(canonical: Canonical, data: dict[str, Any], where: str) -> None:
@@ -488,6 +521,23 @@ class AssignmentInfo:
     course: str = ""
     #: the assignment whose rubric applies when the folder has none (a preset's task's)
     rubric_from: str = ""
+    #: a multi-part assignment: its parts, in order (its own task, function and interface are
+    #: empty; each part has its own)
+    parts: tuple[PartInfo, ...] = ()
+
+    @property
+    def multi_part(self) -> bool:
+        return bool(self.parts)
+
+
+@dataclass(frozen=True)
+class PartInfo:
+    """A part of a multi-part assignment: an assignment ID or folder (relative to the whole's
+    folder), and the points it is worth (None: its own rubric's)."""
+
+    assignment: str
+    weight: float | None = None
+    title: str = ""
 
 
 def _builtin_root() -> Any:
@@ -501,6 +551,8 @@ def _read(folder: Any) -> AssignmentInfo:
     try:
         data = tomllib.loads((folder / INTERFACE_FILE).read_text(encoding="utf-8"))
         check_file(data, where)
+        if "parts" in data:
+            return _read_parts(folder, data)
         task = str(data["task"])
         interface = _interface(task, dict(data.get("interface", {})), where)
         parameters = interface.parameters or canonical_arguments(task)
@@ -523,6 +575,40 @@ def _read(folder: Any) -> AssignmentInfo:
         raise ValueError(f"{where} is not a valid assignment: {exc}") from exc
 
 
+def _read_parts(folder: Any, data: dict[str, Any]) -> AssignmentInfo:
+    parts = tuple(PartInfo(str(part["assignment"]),
+                           float(part["weight"]) if "weight" in part else None,
+                           str(part.get("title", ""))) for part in data["parts"])
+    return AssignmentInfo(
+        id=str(data["id"]), task="", function="",
+        signature="parts: " + ", ".join(part.assignment for part in parts), arg_names=(),
+        summary=str(data.get("summary", "")),
+        conventions=tuple(str(c) for c in data.get("conventions", ())),
+        inference_priority=0, folder=folder, kind=str(data.get("kind", "course")),
+        course=str(data.get("course", "")), parts=parts)
+
+
+def parts_of(info: AssignmentInfo) -> tuple[tuple[AssignmentInfo, PartInfo], ...]:
+    """The parts of a multi-part assignment, each resolved (a shipped ID, or a folder
+    relative to the whole's); ``ValueError`` naming a part that is unknown or itself made of
+    parts."""
+    resolved = []
+    for number, part in enumerate(info.parts, 1):
+        nearby = Path(str(info.folder)) / part.assignment
+        if is_folder(str(nearby)):
+            found = _from_folder(str(nearby.resolve()))
+        elif part.assignment in shipped():
+            found = shipped()[part.assignment]
+        else:
+            raise ValueError(f"{info.folder}/{INTERFACE_FILE}: part {number}: "
+                             + unknown_assignment(part.assignment))
+        if found.multi_part:
+            raise ValueError(f"{info.folder}/{INTERFACE_FILE}: part {number} ({found.id}) is "
+                             "itself made of parts; list its parts instead")
+        resolved.append((found, part))
+    return tuple(resolved)
+
+
 @cache
 def shipped() -> dict[str, AssignmentInfo]:
     """The assignments that ship: built-ins first (most advanced first: the inference order),
@@ -543,9 +629,17 @@ def ids() -> tuple[str, ...]:
     return tuple(sorted(shipped()))
 
 
+def one_part_ids() -> tuple[str, ...]:
+    """The shipped assignments of one function each (not made of parts)."""
+    return tuple(i for i in ids() if not shipped()[i].multi_part)
+
+
 @cache
 def _from_folder(path: str) -> AssignmentInfo:
-    return _read(Path(path))
+    info = _read(Path(path))
+    if info.multi_part:
+        parts_of(info)  # every part resolves, before anything runs
+    return info
 
 
 def is_folder(reference: str) -> bool:
@@ -583,6 +677,18 @@ def inference_order() -> tuple[AssignmentInfo, ...]:
     return tuple(builtins().values())
 
 
+def offered(defined: Any) -> str | None:
+    """A shipped multi-part assignment that a submission defining ``defined`` looks written
+    for (the functions of at least two of its parts), to suggest when none was named."""
+    names = set(defined)
+    for info in shipped().values():
+        if info.multi_part:
+            functions = [found.function for found, _ in parts_of(info)]
+            if sum(function in names for function in functions) >= 2:
+                return info.id
+    return None
+
+
 def functions() -> dict[str, str]:
     """Assignment ID -> the function it asks for, in inference order."""
     return {info.id: info.function for info in inference_order()}
@@ -599,10 +705,24 @@ def rubric(reference: str) -> dict[str, Any]:
     return rubric_of(get(reference))
 
 
+def reference_of(info: AssignmentInfo) -> str:
+    """What ``get`` takes to find this assignment again: its ID, or a course's folder."""
+    return str(info.folder) if info.kind == "course" else info.id
+
+
+def part_max_score(found: AssignmentInfo, part: PartInfo) -> float:
+    """The points a part is worth: its weight, else its own rubric's maximum."""
+    return float(part.weight) if part.weight is not None else \
+        float(rubric_of(found)["max_score"])
+
+
 @cache
 def rubric_of(info: AssignmentInfo) -> dict[str, Any]:
     """The points of each check, from the assignment's ``rubric.json`` (or, for a course folder
     without one, from the built-in assignment of its task)."""
+    if info.multi_part:
+        return {"assignment": info.id, "checks": [],
+                "max_score": sum(part_max_score(found, part) for found, part in parts_of(info))}
     own = info.folder / RUBRIC_FILE
     source = own if own.is_file() else get(info.rubric_from or info.task).folder / RUBRIC_FILE
     data = dict(json.loads(source.read_text(encoding="utf-8")))

@@ -224,3 +224,80 @@ def validate(report: dict[str, Any]) -> None:
     import jsonschema  # only when asked: it is slow to import and grading never needs it
 
     jsonschema.validate(report, schema())
+
+
+@dataclass(frozen=True)
+class PartReport:
+    """One part of a multi-part assignment as graded: its assignment ID, its function, the
+    points it is worth, and its report (as any one assignment's)."""
+
+    assignment: str
+    function: str
+    worth: float
+    report: dict[str, Any]
+
+
+def _allocated(maxima: Sequence[float], worth: float) -> list[float]:
+    """``worth`` shared among checks in proportion to their maxima, in whole credit steps that
+    add up to it exactly (the largest remainders get the steps left over)."""
+    import math
+
+    from grader.core.scoring import CREDIT_STEP
+
+    total, steps = sum(maxima), round(worth / CREDIT_STEP)
+    if total <= 0:
+        return [0.0 for _ in maxima]
+    exact = [m / total * steps for m in maxima]
+    shares = [math.floor(e + 1e-9) for e in exact]
+    for i in sorted(range(len(exact)), key=lambda i: shares[i] - exact[i])[:steps - sum(shares)]:
+        shares[i] += 1
+    return [round(share * CREDIT_STEP, 4) for share in shares]
+
+
+def _scaled(checks: list[dict[str, Any]], worth: float, part: str) -> list[dict[str, Any]]:
+    """A part's checks with their points in the part's worth (whole credit steps, so that
+    every view can show them exactly; partial credit rounded down), each saying its part."""
+    import math
+
+    from grader.core.scoring import CREDIT_STEP
+
+    scaled = []
+    for check, most in zip(checks, _allocated([c["max_points"] for c in checks], worth)):
+        share = check["points"] / check["max_points"] if check["max_points"] else 0.0
+        points = most if share >= 1 else round(
+            math.floor(share * most / CREDIT_STEP + 1e-9) * CREDIT_STEP, 4)
+        scaled.append({**check, "points": points, "max_points": most, "part": part})
+    return scaled
+
+
+def join_parts(assignment: str, parts: Sequence[PartReport],
+               metadata: dict[str, Any]) -> dict[str, Any]:
+    """The report of a multi-part assignment (SPEC section 4, ``parts``): each part's report
+    scaled to the points it is worth (its score the sum of its checks' scaled points), the top-level score and maximum their sums, and the
+    top-level misconceptions, checks and errors the parts' gathered, each saying its part."""
+    joined: list[dict[str, Any]] = []
+    for part in parts:
+        report = part.report
+        checks = _scaled(report["checks"], part.worth, part.assignment)
+        entry = {"assignment": part.assignment, "function": part.function,
+                 "status": report["status"],
+                 "score": round(sum(check["points"] for check in checks), 4),
+                 "max_score": part.worth,
+                 "misconceptions": [{**m, "part": part.assignment}
+                                    for m in report["misconceptions"]],
+                 "checks": checks,
+                 "errors": [{**e, "part": part.assignment} for e in report["errors"]]}
+        if "located" in report:
+            entry["located"] = report["located"]
+        if report.get("metadata", {}).get("not_probed"):
+            entry["not_probed"] = report["metadata"]["not_probed"]
+        joined.append(entry)
+    graded = any(entry["status"] == "graded" for entry in joined)
+    return {"schema_version": SCHEMA_VERSION, "assignment": assignment,
+            "status": "graded" if graded else "error",
+            "score": round(sum(entry["score"] for entry in joined), 4),
+            "max_score": round(sum(entry["max_score"] for entry in joined), 4),
+            "misconceptions": [m for entry in joined for m in entry["misconceptions"]],
+            "checks": [c for entry in joined for c in entry["checks"]],
+            "errors": [e for entry in joined for e in entry["errors"]],
+            "metadata": metadata, "parts": joined}

@@ -30,6 +30,7 @@ from grader import registry
 from grader.config import DEFAULT_LIMITS, seed_from_environment
 from grader.model import DEFAULT_SEED
 from grader.render.formats import Format, Page
+from grader.render.verdict import units
 
 #: past this many units, a rubric's weights are too fine to spell out one test per unit
 MAX_UNITS = 400
@@ -42,6 +43,7 @@ def _fraction(value: float) -> Fraction:
 def unit_size(report: dict[str, Any]) -> Fraction:
     """The largest amount of points that divides every check's maximum and earned points."""
     amounts = [_fraction(c[key]) for c in report["checks"] for key in ("points", "max_points")]
+    amounts += [_fraction(part["max_score"]) for part in report.get("parts", [])]
     amounts = [a for a in amounts if a > 0]
     if not amounts:
         return Fraction(1)
@@ -58,36 +60,53 @@ def _tests(report: dict[str, Any]) -> list[dict[str, Any]]:
     filename = report.get("metadata", {}).get("submission", "")
     unit = unit_size(report)
     tests: list[dict[str, Any]] = []
-    for check in report["checks"]:
-        units = max(1, round(_fraction(check["max_points"]) / unit))
-        earned = min(units, math.floor(_fraction(check["points"]) / unit + Fraction(1, 10**6)))
-        for index in range(units):
-            passed = index < earned
-            name = check["id"] if units == 1 else f"{check['id']} [{index + 1}/{units}]"
-            if passed:
-                message = check["message"] if index == 0 else ""
-            elif index == earned:
-                message = check["message"]
-            else:
-                message = f"(the rest of {check['id']}: see [{earned + 1}/{units}])"
-            tests.append({
-                "name": name,
-                "status": "pass" if passed else "fail",
-                "score": float(unit) if passed else 0.0,
-                "message": message,
-                "test_code": f"attention-grader check {filename}".strip(),
-                "filename": filename,
-                "line_no": 0,
-                "duration": 0,
-            })
-    if report["status"] != "graded":
-        message = "; ".join(f"{e['kind']}: {e['message']}" for e in report["errors"])
-        tests.append({
-            "name": "submission can be graded", "status": "error", "score": 0.0,
-            "message": message, "test_code": f"attention-grader check {filename}".strip(),
-            "filename": filename, "line_no": 0, "duration": 0,
-        })
+    for prefix, part in units(report):  # (each part of a multi-part report, named by it)
+        for check in part["checks"]:
+            tests += _check_units(check, unit, prefix, filename)
+        if part["status"] != "graded":
+            tests += _not_graded_units(part, unit, prefix, filename, alone=len(units(report)) == 1)
     return tests
+
+
+def _test(name: str, passed: bool, score: Fraction, message: str, filename: str,
+          status: str = "") -> dict[str, Any]:
+    return {"name": name, "status": status or ("pass" if passed else "fail"),
+            "score": float(score) if passed else 0.0, "message": message,
+            "test_code": f"attention-grader check {filename}".strip(), "filename": filename,
+            "line_no": 0, "duration": 0}
+
+
+def _check_units(check: dict[str, Any], unit: Fraction, prefix: str,
+                 filename: str) -> list[dict[str, Any]]:
+    """A check as equal-value tests, its earned points the first ones passed."""
+    count = max(1, round(_fraction(check["max_points"]) / unit))
+    earned = min(count, math.floor(_fraction(check["points"]) / unit + Fraction(1, 10**6)))
+    name = prefix + check["id"]
+    tests = []
+    for index in range(count):
+        passed = index < earned
+        if passed:
+            message = check["message"] if index == 0 else ""
+        elif index == earned:
+            message = check["message"]
+        else:
+            message = f"(the rest of {name}: see [{earned + 1}/{count}])"
+        tests.append(_test(name if count == 1 else f"{name} [{index + 1}/{count}]", passed,
+                           unit, message, filename))
+    return tests
+
+
+def _not_graded_units(part: dict[str, Any], unit: Fraction, prefix: str, filename: str,
+                      alone: bool) -> list[dict[str, Any]]:
+    """Why a submission (or a part of it) could not be graded: one error test alone, or, in a
+    multi-part report, failed tests worth the part's points, the first saying why."""
+    message = "; ".join(f"{e['kind']}: {e['message']}" for e in part["errors"])
+    name = prefix + "submission can be graded"
+    if alone:
+        return [_test(name, False, unit, message, filename, status="error")]
+    count = max(1, round(_fraction(part["max_score"]) / unit))
+    return [_test(name if count == 1 else f"{name} [{index + 1}/{count}]", False, unit,
+                  message if index == 0 else "", filename) for index in range(count)]
 
 
 def result(report: dict[str, Any]) -> dict[str, Any]:

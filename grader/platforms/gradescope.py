@@ -33,6 +33,7 @@ from typing import Any
 from grader import registry
 from grader.render import markdown
 from grader.render.formats import Format, Page
+from grader.render.verdict import units
 from grader.render.visible import student_view
 
 #: Gradescope's visibility settings for a test (its specs.md, "Controlling Test Case Visibility")
@@ -42,9 +43,10 @@ DEFAULT_VISIBILITY = "after_published"
 
 # --- results.json ------------------------------------------------------------------------------
 
-def _check_test(check: dict[str, Any], tags: list[str], hidden_visibility: str) -> dict[str, Any]:
+def _check_test(check: dict[str, Any], tags: list[str], hidden_visibility: str,
+                prefix: str = "") -> dict[str, Any]:
     return {
-        "name": check["id"],
+        "name": prefix + check["id"],
         "score": check["points"],
         "max_score": check["max_points"],
         "status": "passed" if check["passed"] else "failed",
@@ -55,10 +57,10 @@ def _check_test(check: dict[str, Any], tags: list[str], hidden_visibility: str) 
     }
 
 
-def _not_graded_test(view: dict[str, Any]) -> dict[str, Any]:
-    """The always-visible test that says why a submission could not be graded."""
+def _not_graded_test(view: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """The always-visible test that says why a submission (or a part) could not be graded."""
     return {
-        "name": "submission could be graded",
+        "name": prefix + "submission could be graded",
         "score": 0.0,
         "max_score": view["max_score"],
         "status": "failed",
@@ -73,10 +75,13 @@ def _not_graded_test(view: dict[str, Any]) -> dict[str, Any]:
 def render(report: dict[str, Any], *, hidden_visibility: str = DEFAULT_VISIBILITY) -> str:
     """``results.json`` text; checks run on hidden probes get ``hidden_visibility``."""
     view = student_view(report)
-    tags = [m["id"] for m in report["misconceptions"]]
-    tests = [_check_test(check, tags, hidden_visibility) for check in report["checks"]]
-    if report["status"] != "graded":
-        tests.append(_not_graded_test(view))
+    tests = []
+    # (one test per check of each part of a multi-part report, and one for a part not graded)
+    for (prefix, unit), (_, shown) in zip(units(report), units(view)):
+        tags = [m["id"] for m in unit["misconceptions"]]
+        tests += [_check_test(check, tags, hidden_visibility, prefix) for check in unit["checks"]]
+        if unit["status"] != "graded":
+            tests.append(_not_graded_test(shown, prefix))
     results = {
         "score": report["score"],
         "output": markdown.render(view),
@@ -215,20 +220,48 @@ def _copy_package(name: str, destination: Path) -> None:
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "_assignments"))
 
 
+def _course_folders(extra: registry.AssignmentInfo | None) -> list[registry.AssignmentInfo]:
+    """A course's own assignment and, when it is made of parts, its parts that are course
+    folders too (each bundled under its ID, which must not be a shipped one's)."""
+    if extra is None:
+        return []
+    parts = [found for found, _ in registry.parts_of(extra)] if extra.multi_part else []
+    own = [found for found in parts if found.id not in registry.shipped()]
+    clash = [found.id for found in parts if found.kind == "course" and found not in own]
+    if clash:
+        raise ValueError(f"the parts {', '.join(clash)} of {extra.id} are course folders whose "
+                         "IDs are shipped assignments' too: give them IDs of their own")
+    return [extra, *own]
+
+
+def _interface_text(info: registry.AssignmentInfo) -> str:
+    """The assignment.toml to bundle: as written, but a multi-part one names its parts by the
+    IDs they are bundled under (a relative folder means nothing inside the bundle)."""
+    text = (info.folder / registry.INTERFACE_FILE).read_text(encoding="utf-8")
+    if not info.multi_part:
+        return text
+    import tomlkit
+
+    document = tomlkit.parse(text)
+    for table, (found, _) in zip(document["parts"], registry.parts_of(info)):
+        table["assignment"] = found.id
+    return tomlkit.dumps(document)
+
+
 def write_bundle(destination: Path, extra: registry.AssignmentInfo | None = None) -> None:
     """An installable copy of the grader in ``destination`` (pip install DESTINATION works),
-    with every shipped assignment and, when given, a course's own (``extra``)."""
+    with every shipped assignment and, when given, a course's own (``extra``, with the course
+    folders among its parts)."""
     destination.mkdir(parents=True, exist_ok=True)
     _copy_package("grader", destination)
     _copy_package("reference", destination)
-    for info in [*registry.shipped().values(), *([extra] if extra else [])]:
+    for info in [*registry.shipped().values(), *_course_folders(extra)]:
         target = destination / "assignments" / info.id
         target.mkdir(parents=True, exist_ok=True)
-        for name in (registry.INTERFACE_FILE, registry.RUBRIC_FILE):
-            if name == registry.RUBRIC_FILE:  # (a course folder may use its task's rubric)
-                (target / name).write_text(json.dumps(registry.rubric_of(info), indent=2))
-            else:
-                (target / name).write_text((info.folder / name).read_text(encoding="utf-8"))
+        (target / registry.INTERFACE_FILE).write_text(_interface_text(info))
+        # (a course folder may use its task's rubric: the one that applies is written)
+        (target / registry.RUBRIC_FILE).write_text(json.dumps(registry.rubric_of(info),
+                                                              indent=2))
     (destination / "assignments" / "__init__.py").write_text("")
     (destination / "pyproject.toml").write_text(_project_toml(destination))
 
@@ -249,7 +282,10 @@ def build_zip(assignment: str, output: Path, *, seed: int | None = None,
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}")
     # the framework the course's code is written in is installed with the grader (a torch
     # course's correct code once scored 0 there, told `torch` was missing)
-    packages = (*packages, *registry.framework_packages(info.interface, tuple(packages)))
+    interfaces = ([found.interface for found, _ in registry.parts_of(info)] if info.multi_part
+                  else [info.interface])
+    for interface in interfaces:
+        packages = (*packages, *registry.framework_packages(interface, tuple(packages)))
     config = {
         "assignment": info.id,
         "seed": secrets.randbelow(2**31 - 1) + 1 if seed is None else int(seed),

@@ -15,6 +15,8 @@ from grader.render.verdict import (
     literal_fixes,
     located,
     notes,
+    part_line,
+    part_views,
     place,
     read_more,
     seed_note,
@@ -48,6 +50,8 @@ def _where_and_fix(item: dict[str, Any]) -> str:
 
 
 def render(report: dict[str, Any]) -> str:
+    if report.get("parts"):
+        return _render_parts(report)
     meta = report.get("metadata", {})
     graded = report["status"] == "graded"
     parts = [_STYLE, '<div class="ag">',
@@ -99,5 +103,24 @@ def render(report: dict[str, Any]) -> str:
                         f"<td>{detail}</td></tr>")
         parts.append("<h4>Checks</h4><table><tr><th></th><th>check</th><th>points</th>"
                      "<th>details</th></tr>" + "".join(rows) + "</table>")
+    parts.append("</div>")
+    return "\n".join(parts)
+
+
+def _render_parts(report: dict[str, Any]) -> str:
+    """The total and each part's line, then each part's page in a section of its own."""
+    meta = report.get("metadata", {})
+    views = part_views(report)
+    parts = [_STYLE, '<div class="ag">',
+             f"<h3>attention-grader: <code>{escape(report['assignment'])}</code></h3>",
+             f"<p><b>Total: {report['score']:g} / {report['max_score']:g}</b></p>"]
+    if meta.get("submission"):
+        parts.append(f"<p>Submission: <code>{escape(str(meta['submission']))}</code></p>")
+    parts.append("<ol>" + "".join(f"<li>{escape(part_line(view))}</li>" for view in views)
+                 + "</ol>")
+    for number, view in enumerate(views, 1):
+        page = render(view).replace(_STYLE, "", 1)
+        parts.append(f"<section><h4>Part {number} of {len(views)}: "
+                     f"<code>{escape(view['assignment'])}</code></h4>{page}</section>")
     parts.append("</div>")
     return "\n".join(parts)

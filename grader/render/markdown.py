@@ -21,6 +21,8 @@ from grader.render.verdict import (
     literal_fixes,
     located,
     notes,
+    part_line,
+    part_views,
     place,
     read_more,
     seed_note,
@@ -53,7 +55,9 @@ def code_span(text: str) -> str:
 
 def render(report: dict[str, Any]) -> str:
     """The page: score, what to fix, errors, misconceptions (with their evidence, when the
-    report holds it) and checks."""
+    report holds it) and checks; for a multi-part report, the total, then each part's."""
+    if report.get("parts"):
+        return _render_parts(report)
     meta = report.get("metadata", {})
     lines = [
         f"## attention-grader: {inline(str(report['assignment']))}",
@@ -113,3 +117,19 @@ def render(report: dict[str, Any]) -> str:
                          f"{check['max_points']:g} | {detail} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _render_parts(report: dict[str, Any]) -> str:
+    meta = report.get("metadata", {})
+    views = part_views(report)
+    lines = [f"## attention-grader: {inline(str(report['assignment']))}", "",
+             f"**Total: {report['score']:g} / {report['max_score']:g}**", ""]
+    if meta.get("submission"):
+        lines += [f"Submission: {inline(str(meta['submission']))}", ""]
+    lines += [f"{number}. {inline(part_line(view))}" for number, view in enumerate(views, 1)]
+    for number, view in enumerate(views, 1):
+        page = render(view).split("\n")
+        title = (f"### Part {number} of {len(views)}: {inline(str(view['assignment']))} "
+                 f"({inline(str(view['metadata']['function']))})")
+        lines += ["", title, *page[1:]]  # (the part's page without its own title)
+    return "\n".join(lines).rstrip() + "\n"

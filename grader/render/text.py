@@ -14,6 +14,8 @@ from grader.render.verdict import (
     literal_fixes,
     located,
     notes,
+    part_line,
+    part_views,
     place,
     read_more,
     seed_note,
@@ -86,6 +88,8 @@ def summary(report: dict[str, Any]) -> list[str]:
 
 
 def render(report: dict[str, Any]) -> str:
+    if report.get("parts"):
+        return _render_parts(report)
     out = summary(report)
     if report["misconceptions"]:
         out.append("Details")
@@ -113,4 +117,20 @@ def render(report: dict[str, Any]) -> str:
             out.append(f"  [{mark}] {check['id']} ({check['points']:g}/{check['max_points']:g})")
             if not check["passed"]:
                 out.append(_wrap(check["message"], "      "))
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _render_parts(report: dict[str, Any]) -> str:
+    """A multi-part report: the total and each part's line first, then each part as a report
+    of its own."""
+    meta = report.get("metadata", {})
+    views = part_views(report)
+    out = [f"attention-grader: {report['assignment']} ({len(views)} parts) - "
+           f"{meta.get('submission', '')}",
+           f"Total: {report['score']:g} / {report['max_score']:g}", ""]
+    out += [_hanging(f"  {number}. {part_line(view)}") for number, view in enumerate(views, 1)]
+    for number, view in enumerate(views, 1):
+        heading = f"Part {number} of {len(views)}: {view['assignment']} ({view['metadata']['function']})"
+        out += ["", heading, "=" * len(heading)]
+        out += render(view).splitlines()[1:]  # (the part's own title line is the heading)
     return "\n".join(out).rstrip() + "\n"

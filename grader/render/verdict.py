@@ -140,3 +140,49 @@ def seed_note(report: dict[str, Any]) -> str | None:
         return None
     return ("These are hidden tests, with other values than your self-check: the same mistakes "
             "are named, but each may cost a different number of points here.")
+
+
+#: what each part's view carries of the whole report's metadata
+_PART_METADATA = ("seed", "hidden_probes", "grader_version", "submission")
+
+
+def part_views(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each part of a multi-part report as a report of its own (what a renderer shows in the
+    part's section); empty for a one-part report."""
+    meta = report.get("metadata", {})
+    views = []
+    verdicts = meta.get("part_verdicts", [])
+    for number, part in enumerate(report.get("parts", [])):
+        own = {key: meta[key] for key in _PART_METADATA if key in meta}
+        own["function"] = part["function"]
+        if part.get("not_probed"):
+            own["not_probed"] = part["not_probed"]
+        view = {"schema_version": report["schema_version"], "assignment": part["assignment"],
+                **{key: part[key] for key in ("status", "score", "max_score", "misconceptions",
+                                              "checks", "errors")},
+                "metadata": own}
+        if "part_verdicts" in meta:  # (a student's view: the part's verdict, from its checks)
+            own["verdict"] = verdicts[number] if number < len(verdicts) else None
+        if part.get("located"):
+            view["located"] = part["located"]
+        views.append(view)
+    return views
+
+
+def part_line(view: dict[str, Any]) -> str:
+    """A part's line in the total's summary: its ID, function, points and what stopped it."""
+    stopped = "" if view["status"] == "graded" else " (not graded: " + ", ".join(
+        sorted({e["kind"] for e in view["errors"]})) + ")"
+    found = len(view["misconceptions"])
+    named = f", {found} misconception{'s' if found != 1 else ''}" if found else ""
+    return (f"{view['assignment']} ({view['metadata']['function']}): "
+            f"{view['score']:g} / {view['max_score']:g}{named}{stopped}")
+
+
+def units(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """What a platform lists tests for: the report itself, or each part of a multi-part report
+    as a report of its own, with the prefix its tests' names take ("attention: ")."""
+    views = part_views(report)
+    if not views:
+        return [("", report)]
+    return [(f"{view['assignment']}: ", view) for view in views]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from grader.render.verdict import unexplained
+from grader.render.verdict import part_views, unexplained
 
 #: errors that happen before any probe runs: their messages cannot show a probe's values
 LOADING_ERRORS = frozenset({"syntax-error", "invalid-notebook", "missing-function",
@@ -38,6 +38,14 @@ def student_view(report: dict[str, Any]) -> dict[str, Any]:
         return report
     view = copy.deepcopy(report)
     view["metadata"]["verdict"] = unexplained(report)
+    if report.get("parts"):
+        view["metadata"]["part_verdicts"] = [unexplained(part) for part in part_views(report)]
+    for part in [view, *view.get("parts", [])]:  # (a multi-part report holds each part's too)
+        _withhold(part)
+    return view
+
+
+def _withhold(view: dict[str, Any]) -> None:
     for item in view["misconceptions"]:
         item["evidence"] = ""
     for check in view["checks"]:
@@ -49,4 +57,3 @@ def student_view(report: dict[str, Any]) -> dict[str, Any]:
     if view.get("located"):
         message = str(view["located"]["message"])
         view["located"]["message"] = message.split(_LOCATED_NUMBERS)[0].rstrip(".") + "."
-    return view

@@ -453,8 +453,9 @@ def invoker(function, spec, task, to_arrays, binding_problem):
     """``invoke(args) -> {output name: array}``, plain arrays in canonical form, for a probe's
     canonical arguments: a direct call, or one through the course's interface. ``task`` is the
     task's canonical call (its outputs by name, in order)."""
-    outputs = tuple(task["outputs"])
-    optional = tuple(task.get("optional_outputs", ()))
+    # (a plan that names no task: SPEC's first pair, the output and optionally the weights)
+    outputs = tuple(task["outputs"]) if task else ("output", "weights")
+    optional = tuple(task.get("optional_outputs", ())) if task else ("weights",)
     if is_canonical(spec, task):
         return lambda args: to_arrays(function(*args), outputs, optional)
 

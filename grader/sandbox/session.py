@@ -63,6 +63,17 @@ class CallPlan(NamedTuple):
     probes: Sequence[Probe]
     interface: dict[str, Any] | None = None
     traces_for: Callable[[list[CallOutcome]], Sequence[int]] | None = None
+    #: a multi-part assignment's functions and callings (``wire.encode_calls``), and which of
+    #: them each probe is for (empty: ``function`` and ``interface`` serve every probe)
+    targets: Sequence[dict[str, Any]] = ()
+    target_of: Sequence[int] = ()
+
+    def frame(self, calls: Sequence[int], trace: bool = False) -> bytes:
+        """The request of these calls (indices of ``probes``)."""
+        return wire.encode_calls(self.function, [self.probes[i] for i in calls], self.interface,
+                                 trace=trace, targets=self.targets,
+                                 target_of=[self.target_of[i] for i in calls]
+                                 if self.target_of else ())
 
 
 KNOWN_LAYERS = ("pid-namespace", "mount-namespace", "network-namespace", "ipc-namespace",
@@ -462,7 +473,7 @@ def _broke_the_channel(exc: BaseException) -> str:
 def _graded_calls(child: Child, state: RunState, plan: CallPlan, calls: list[int]) -> bool:
     """Have the child make ``calls`` and read each answer into the outcomes; False when it
     stopped before the last (it died, hung or broke the channel)."""
-    child.send(wire.encode_calls(plan.function, [plan.probes[i] for i in calls], plan.interface))
+    child.send(plan.frame(calls))
     return all(_graded_call(child, state, plan.probes[index], index, position)
                for position, index in enumerate(calls))
 
@@ -589,8 +600,7 @@ def _traced_reruns(child: Child, state: RunState, plan: CallPlan) -> None:
     wanted = _traces_wanted(plan, answered)
     if not wanted:
         return
-    child.send(wire.encode_calls(plan.function, [plan.probes[i] for i in wanted], plan.interface,
-                                 trace=True))
+    child.send(plan.frame(wanted, trace=True))
     position = 0
     try:
         while position < len(wanted):

@@ -98,22 +98,28 @@ _encoded: dict[tuple[Any, ...], tuple[Sequence[Probe], bytes]] = {}
 
 
 def encode_calls(function: str, probes: Sequence[Probe],
-                 interface: dict[str, Any] | None = None, *, trace: bool = False) -> bytes:
+                 interface: dict[str, Any] | None = None, *, trace: bool = False,
+                 targets: Sequence[dict[str, Any]] = (), target_of: Sequence[int] = ()) -> bytes:
     """The frame of these calls; ``trace``: each call of a traced probe is run again under the
-    tracer (``trace.py``), after it returns."""
+    tracer (``trace.py``), after it returns. A multi-part assignment calls several functions
+    in one run: ``targets`` are their functions and callings (``{"function": ..., "interface":
+    ..., "task": ...}``) and ``target_of`` says which each call is made on (else ``function``
+    and ``interface`` serve every call)."""
     key = (function, tuple(map(id, probes)), json.dumps(interface, sort_keys=True, default=str),
-           trace)
+           trace, json.dumps(list(targets), sort_keys=True, default=str), tuple(target_of))
     kept = _encoded.get(key)
     if kept is None:
         if len(_encoded) >= 16:
             _encoded.clear()
         # (the probes are kept with their frame: their ids stay theirs while it is cached)
-        kept = _encoded[key] = (tuple(probes), _encode_calls(function, probes, interface, trace))
+        kept = _encoded[key] = (tuple(probes), _encode_calls(function, probes, interface, trace,
+                                                             targets, target_of))
     return kept[1]
 
 
-def _encode_calls(function: str, probes: Sequence[Probe],
-                  interface: dict[str, Any] | None, trace: bool) -> bytes:
+def _encode_calls(function: str, probes: Sequence[Probe], interface: dict[str, Any] | None,
+                  trace: bool, targets: Sequence[dict[str, Any]] = (),
+                  target_of: Sequence[int] = ()) -> bytes:
     import numpy as np
 
     arrays: list[dict[str, Any]] = []
@@ -135,10 +141,15 @@ def _encode_calls(function: str, probes: Sequence[Probe],
                 specs.append({"array": local[id(arg)]})
             else:
                 specs.append({"value": arg})
-        calls.append({"index": index, "args": specs, "repeat": probe.repeat,
-                      "trace": trace and probe.traced})
+        call = {"index": index, "args": specs, "repeat": probe.repeat,
+                "trace": trace and probe.traced}
+        if target_of:
+            call["target"] = target_of[index]
+        calls.append(call)
     header = {"type": "calls", "function": function, "calls": calls, "arrays": arrays,
               **(interface or {})}
+    if targets:
+        header["targets"] = list(targets)
     return encode(header, b"".join(chunks))
 
 

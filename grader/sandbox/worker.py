@@ -500,10 +500,12 @@ def serve(request_fd, result_fd, entered=None):
             request, blob = wire.read_frame(request_fd)
         except EOFError:
             return
-        function = module.__dict__.get(request["function"])
+        targets = request.get("targets") or [request]
         for call in request["calls"]:
+            target = targets[call.get("target", 0)]  # (a multi-part run calls several)
+            function = module.__dict__.get(target["function"])
             answer, parts = run_call(function, call, request["arrays"], blob,
-                                     request.get("interface"), request.get("task"))
+                                     target.get("interface"), target.get("task"))
             headers, payload = pack(parts)
             answer.update({"type": "result", "index": call["index"], "arrays": headers,
                            "tripped": list(tripped)})
