@@ -170,8 +170,9 @@ def grade(path: str | Path, *, assignment: str | None = None, seed: int = DEFAUL
 
     spec = get(chosen)
     metadata["function"] = spec.function
-    return finish(evaluate(spec, planned.probes, outcomes, load_errors, metadata,
-                           sources=submission.sources))
+    report = evaluate(spec, planned.probes, outcomes, load_errors, metadata,
+                      sources=submission.sources)
+    return finish(check_fixes(report, submission, chosen, seed, limits))
 
 
 class _Plan:
@@ -204,6 +205,49 @@ class _Plan:
             return [i for i, probe in enumerate(probes) if probe.traced]
 
         return CallPlan(entry.function, probes, assignment.calling(), traces_for)
+
+
+def check_fixes(report: dict[str, Any], submission: load.Submission, assignment: str,
+                seed: int, limits: Limits) -> dict[str, Any]:
+    """Each literal fix the report shows, applied to the student's own code as they would
+    apply it and graded again (one more run per mistake with a fix): kept, marked
+    ``checked``, when that mistake is gone, no other appears and the score does not drop;
+    otherwise taken out, and the report says the fix in a sentence and quotes the line."""
+    from grader.core.fixes import applied, edits_of
+
+    for finding in report["misconceptions"]:
+        location = finding.get("location")
+        if not location or not edits_of(location):
+            continue
+        fixed = dataclasses.replace(submission, sources=applied(submission.sources, location))
+        again = _regraded(fixed, assignment, seed, limits)
+        named = {m["id"] for m in again["misconceptions"]}
+        before = {m["id"] for m in report["misconceptions"]}
+        if (again["status"] == "graded" and finding["id"] not in named and named <= before
+                and again["score"] >= report["score"]):
+            location["checked"] = True
+        else:
+            _without_literal_fix(location)
+    return report
+
+
+def _regraded(submission: load.Submission, assignment: str, seed: int,
+              limits: Limits) -> dict[str, Any]:
+    planned = _Plan(assignment, seed)
+    info, outcomes = sandbox.run(submission, planned, limits, prepare=import_numeric_stages)
+    if info.fatal is not None or info.forbidden or planned.probes is None:
+        return {"status": "error", "score": 0.0, "misconceptions": []}
+    from grader.core.assignments import get
+
+    return evaluate(get(assignment), planned.probes, outcomes, list(info.load_errors),
+                    base_metadata(seed, ""), sources=())
+
+
+def _without_literal_fix(location: dict[str, Any]) -> None:
+    """A location whose fix failed its check: the line alone (and the other lines named)."""
+    location.pop("fixed", None)
+    for other in location.pop("also", []):
+        other.pop("fixed", None)
 
 
 class _PartsPlan:
