@@ -11,14 +11,32 @@ a stage function in ``reference.stages`` or the task's ``reference.tasks`` modul
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from types import MappingProxyType
 
 from reference.misconception import Misconception, Wording
-from reference.rows import attention, causal_and_positions
+from reference.rows import attention, causal_and_positions, tiled
 
-CATALOGUE: tuple[Misconception, ...] = (*attention.ROWS, *causal_and_positions.ROWS)
+
+def _carried(rows: tuple[Misconception, ...]) -> tuple[Misconception, ...]:
+    """The rows with the wrong choices and the words that a later family of tasks gives an ID
+    it carries over (``tiled.CARRIED``: an ID keeps its row, and gains the tasks' variants)."""
+    out = []
+    for row in rows:
+        if row.id in tiled.CARRIED:
+            variants, told = tiled.CARRIED[row.id]
+            terms = {f"task:{task}": told for task in {t for v in variants for t in v.tasks}}
+            row = dataclasses.replace(row, variants=row.variants + variants,
+                                      in_conventions=MappingProxyType(
+                                          {**row.in_conventions, **terms}))
+        out.append(row)
+    return tuple(out)
+
+
+CATALOGUE: tuple[Misconception, ...] = _carried(
+    (*attention.ROWS, *causal_and_positions.ROWS, *tiled.ROWS))
 
 BY_ID: Mapping[str, Misconception] = MappingProxyType({m.id: m for m in CATALOGUE})
 

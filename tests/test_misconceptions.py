@@ -13,7 +13,7 @@ import pytest
 from grader import grade
 from grader.core.report import validate
 from reference.catalogue import BY_ID, CATALOGUE
-from reference.rows import causal_and_positions
+from reference.rows import causal_and_positions, tiled
 
 from .conftest import SUBMISSIONS, expected_ids
 
@@ -46,7 +46,8 @@ def test_every_catalogued_misconception_has_a_fixture() -> None:
 
 def test_every_assignment_has_at_least_six_correct_styles() -> None:
     for assignment in ("softmax", "attention", "multi_head_attention", "causal_mask",
-                       "positional_encoding", "rope", "causal_self_attention"):
+                       "positional_encoding", "rope", "causal_self_attention",
+                       "flash_attention_forward"):
         correct = [p for p in FIXTURES if p.parent.name == assignment and not expected_ids(p)]
         # plus the notebook and torch styles in test_styles.py
         assert len(correct) >= 4, assignment
@@ -63,7 +64,7 @@ def test_evidence_names_the_numbers_and_a_call_to_paste() -> None:
 @pytest.mark.parametrize("seed", [1, 2, 3])
 @pytest.mark.parametrize("assignment", ["softmax", "attention", "multi_head_attention",
                                         "causal_mask", "positional_encoding", "rope",
-                                        "causal_self_attention"])
+                                        "causal_self_attention", "flash_attention_forward"])
 def test_hidden_seeds_change_no_verdict(tmp_path: Path, assignment: str, seed: int) -> None:
     """New probe values (a hidden seed) must neither accuse a correct style nor hide a
     misconception: every fixture again gets exactly its IDs, correct ones full marks."""
@@ -103,3 +104,21 @@ def test_every_id_of_the_rest_of_the_unit_is_named_by_three_styles() -> None:
             named[misconception] = named.get(misconception, 0) + 1
     thin = {i: named.get(i, 0) for i in unit if named.get(i, 0) < 3}
     assert not thin, thin
+
+
+def test_every_id_of_tiled_attention_is_named_by_three_styles() -> None:
+    """Each tiled-attention ID, and each ID it carries over, is named exactly by at least three
+    fixtures of the tiled forward written in different styles (query tiles outside, key tiles
+    outside, precomputed tile lists with diag(alpha) @ O), combinations included; and at least
+    six correct styles are accused of nothing (checked by the tests above)."""
+    ids = {row.id for row in tiled.ROWS} | set(tiled.CARRIED)
+    named: dict[str, int] = {}
+    for path in FIXTURES:
+        if path.parent.name == "flash_attention_forward":
+            for misconception in expected_ids(path):
+                named[misconception] = named.get(misconception, 0) + 1
+    thin = {i: named.get(i, 0) for i in ids if named.get(i, 0) < 3}
+    assert not thin, thin
+    correct = [p for p in FIXTURES if p.parent.name == "flash_attention_forward"
+               and not expected_ids(p)]
+    assert len(correct) >= 6

@@ -90,19 +90,23 @@ class _Matcher:
             actual = outcome.returned(name)
             if actual is None:  # an optional output the submission does not return
                 continue
-            ratio = self._output_ratio(recipe, index, actual, expected)
+            ratio = self._output_ratio(recipe, index, actual, expected, name)
             if ratio is not None:
                 worst = ratio if worst is None else max(worst, ratio)
         return worst
 
     def _output_ratio(self, recipe: Recipe, index: int, actual: Array,
-                      expected: Array) -> float | None:
-        unknown = self.assignment.task.unknown_rows
-        rows = unknown(recipe, self.probes[index]) if unknown is not None else None
-        if rows is not None and actual.shape == expected.shape and actual.ndim >= 2:
+                      expected: Array, name: str = "") -> float | None:
+        task = self.assignment.task
+        rows = task.unknown_rows(recipe, self.probes[index]) if task.unknown_rows else None
+        per_row = name in task.row_outputs  # (..., n): the rows are the last axis
+        if rows is not None and actual.shape == expected.shape and actual.ndim >= 2 - per_row:
             if rows.all():
                 return None
-            actual, expected = actual[..., ~rows, :], expected[..., ~rows, :]
+            if per_row:
+                actual, expected = actual[..., ~rows], expected[..., ~rows]
+            else:
+                actual, expected = actual[..., ~rows, :], expected[..., ~rows, :]
         tol = tolerance_for(actual, expected, "large" in self.probes[index].tags, judging=False)
         return error_ratio(actual, expected, tol)
 

@@ -75,6 +75,9 @@ class Task:
     #: the outputs diagnosis matches against the variants, by name (none: the first only); a
     #: recipe explains a call when it explains every one of them the call returned
     diagnosed: tuple[str, ...] = ()
+    #: outputs with one value per query row, (..., n) (a logsumexp): their ``unknown_rows``
+    #: are on the last axis (on the other outputs, the second to last)
+    row_outputs: tuple[str, ...] = ()
 
     @property
     def canonical(self) -> registry.Canonical:
