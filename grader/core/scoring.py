@@ -182,7 +182,9 @@ def _inputs_unchanged_check(spec: dict[str, Any], assignment: Assignment,
                             probes: Sequence[Probe], outcomes: Sequence[CallOutcome]
                             ) -> CheckResult:
     passed, message = _inputs_unchanged(assignment, probes, outcomes)
-    passed = passed and any(o.ok for o in outcomes)
+    if passed and not any(o.ok for o in outcomes):  # (a failed check never reads as a pass)
+        passed, message = False, ("no call returned, so whether the inputs are left as they "
+                                  "were could not be seen.")
     points = float(spec["points"])
     return CheckResult(spec["id"], spec["category"], passed, points if passed else 0.0, points,
                        message)
