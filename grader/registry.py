@@ -100,6 +100,9 @@ class Canonical:
     batch_hint: str = ""
     #: a course may fix the axis the function normalises, or the number of axes it takes
     axis_options: bool = False
+    #: the output is a mask: a course's ``mask`` convention is how the masks it returns are
+    #: read (a mask the task takes as an argument is converted to the course's instead)
+    returns_mask: bool = False
 
     def default(self, argument: str) -> Any:
         return dict(self.defaults).get(argument)
@@ -112,13 +115,14 @@ class Canonical:
                 "sequences": list(self.sequences),
                 "queries": self.queries or (self.sequences[0] if self.sequences else ""),
                 "keys": self.keys or (self.sequences[-1] if self.sequences else ""),
-                "rotary_pairs": self.rotary_pairs}
+                "rotary_pairs": self.rotary_pairs, "returns_mask": self.returns_mask}
 
 
 CANONICAL_KEYS: dict[str, Any] = {
     "arguments": list, "optional": list, "defaults": dict, "outputs": list,
     "optional_outputs": list, "sequences": list, "queries": str, "keys": str,
     "rotary_pairs": str, "batch": list, "batch_hint": str, "axis_options": bool,
+    "returns_mask": bool,
 }
 
 
@@ -143,6 +147,7 @@ def _canonical_call(task: str, data: dict[str, Any], where: str) -> Canonical:
         batch=tuple(str(b) for b in data.get("batch", ("any", "one"))),
         batch_hint=str(data.get("batch_hint", "")),
         axis_options=bool(data.get("axis_options", False)),
+        returns_mask=bool(data.get("returns_mask", False)),
     )
 
 
@@ -384,6 +389,16 @@ def _check_task_options(canonical: Canonical, data: dict[str, Any], where: str) 
         raise ValueError(f"{where}: ndim is 0 (any) or 2 (a matrix), axis 0 or -1")
     if not 0 <= int(data.get("squeeze", 0)) <= 3:
         raise ValueError(f"{where}: squeeze is the number of leading axes of length 1 (0 to 3)")
+    takes_mask = "mask" in canonical.arguments
+    for key in ("mask", "mask_shape", "mask_always"):
+        if key in data and not (takes_mask or canonical.returns_mask and key == "mask"):
+            raise ValueError(f"{where}: {key} is for tasks that take a mask"
+                             + (" (the masks this task returns are read by `mask`)"
+                                if canonical.returns_mask else "")
+                             + f"; the {task} task takes none")
+    if canonical.returns_mask and data.get("mask") in ("lengths", "none"):
+        raise ValueError(f"{where}: mask = {data['mask']!r} says no mask; the {task} task "
+                         "returns one: keep, block, float-keep, zero-blocks or additive")
     if data.get("pairs", "interleaved") != "interleaved" and not canonical.rotary_pairs:
         takers = [c.task for c in canonical_calls().values() if c.rotary_pairs]
         raise ValueError(f"{where}: pairs is for the {', '.join(takers)} tasks (rotary "

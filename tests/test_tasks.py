@@ -182,3 +182,50 @@ def test_every_derived_argument_a_task_offers_is_one_the_child_derives() -> None
         *_, values, _ = interface.course_arguments(spec, canonical.as_dict(), probe.args)
         for derived in registry.derivable(canonical.arguments):
             assert values.get(derived) is not None or derived == "valid_lens", (name, derived)
+
+
+@pytest.mark.parametrize("task_name,interface,message", [
+    ("softmax", 'mask = "block"', "mask is for tasks that take a mask; the softmax task"),
+    ("rope", 'mask_always = true', "mask_always is for tasks that take a mask"),
+    ("causal_mask", 'mask_shape = "shared"', "mask_shape is for tasks that take a mask"),
+    ("causal_mask", 'mask = "lengths"', "says no mask; the causal_mask task returns one"),
+])
+def test_a_mask_convention_a_task_cannot_honour_is_refused(
+        tmp_path: Path, task_name: str, interface: str, message: str) -> None:
+    folder = tmp_path / "course"
+    folder.mkdir()
+    (folder / "assignment.toml").write_text(
+        f'id = "c"\nkind = "course"\ntask = "{task_name}"\nfunction = "f"\n'
+        f'signature = "f()"\n[interface]\n{interface}\n')
+    with pytest.raises(ValueError, match=message):
+        registry.get(str(folder))
+
+
+BLOCKED_ONES = ("def look_ahead(n, m=None):\n    m = n if m is None else m\n"
+                "    return 1 - np.tril(np.ones((n, m)), k=m - n)\n")
+ADDITIVE = ("def look_ahead(n, m=None):\n    m = n if m is None else m\n"
+            "    keep = np.tril(np.ones((n, m), dtype=bool), k=m - n)\n"
+            "    return np.where(keep, 0.0, -np.inf)\n")
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("convention,source,named", [
+    ("block", BLOCKED_ONES, []),  # the TensorFlow tutorial's 1 - band_part: 1 = blocked
+    (None, BLOCKED_ONES, ["causal-mask-inverted"]),  # the same under SPEC's True = may attend
+    ("zero-blocks", BLOCKED_ONES, ["causal-mask-inverted"]),
+    ("zero-blocks", ADDITIVE, ["causal-mask-inverted"]),  # `mask == 0` blocks: read inverted
+    (None, ADDITIVE, []),  # SPEC accepts an additive mask
+    ("additive", ADDITIVE, []),
+])
+def test_a_returned_mask_is_read_in_the_courses_declared_convention(
+        tmp_path: Path, grade_source: Callable[..., dict[str, Any]], convention: str | None,
+        source: str, named: list[str]) -> None:
+    folder = tmp_path / "course"
+    folder.mkdir()
+    (folder / "assignment.toml").write_text(
+        'id = "c"\nkind = "course"\ntask = "causal_mask"\nfunction = "look_ahead"\n'
+        'signature = "look_ahead(n, m=None)"\n[interface]\nparameters = ["n", "m"]\n'
+        + (f'mask = "{convention}"\n' if convention else ""))
+    report = grade_source("import numpy as np\n\n" + source, assignment=str(folder))
+    assert [m["id"] for m in report["misconceptions"]] == named
+    assert (report["score"] == report["max_score"]) == (not named)

@@ -449,6 +449,25 @@ def restore(array, folded):
     return array.reshape(tuple(leading) + array.shape[axes:])
 
 
+#: a mask a course's code returns, read in the convention its interface declares, as SPEC's
+#: 1.0 (may attend) and 0.0 (blocked); NaN where a value means neither. (A course that
+#: declares none is read as SPEC reads masks: boolean, 0/1 or additive.)
+_BLOCKED_BELOW = -1e4
+
+
+def _as_keep(keep, known=None):
+    values = np.asarray(keep, dtype=np.float64)
+    return values if known is None else np.where(known, values, np.nan)
+
+
+READ_MASKS = {
+    "block": lambda a: _as_keep(a == 0),
+    "zero-blocks": lambda a: _as_keep(a != 0),
+    "float-keep": lambda a: _as_keep(a == 1, (a == 0) | (a == 1)),
+    "additive": lambda a: _as_keep(a == 0, (a == 0) | (a <= _BLOCKED_BELOW)),
+}
+
+
 def invoker(function, spec, task, to_arrays, binding_problem):
     """``invoke(args) -> {output name: array}``, plain arrays in canonical form, for a probe's
     canonical arguments: a direct call, or one through the course's interface. ``task`` is the
@@ -463,6 +482,8 @@ def invoker(function, spec, task, to_arrays, binding_problem):
         result, leading = call(function, spec, task, args, binding_problem)
         named = {name: restore(_squeezed(a, spec.get("squeeze") or 0), leading)
                  for name, a in to_arrays(result, outputs, optional).items()}
+        if task.get("returns_mask") and spec.get("mask") in READ_MASKS:
+            named[outputs[0]] = READ_MASKS[spec["mask"]](named[outputs[0]])
         if spec.get("dtype") == "float32":
             # a float32 course's inputs carry float32 rounding: judged as float32, whatever a
             # stray float64 constant promoted the result to
