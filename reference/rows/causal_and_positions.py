@@ -285,7 +285,8 @@ ROWS: tuple[Misconception, ...] = (
         "rotated. The values carry the content that is averaged, and rotating them makes "
         "each output depend on the absolute positions of the tokens it reads.",
         ("A-tf-6",),
-        variants_of("rope_at", "heads_qkv", only=CSA),
+        # (with "before_split_qkv", both mistakes at once: one knob, two rows)
+        variants_of("rope_at", "heads_qkv", "before_split_qkv", only=CSA),
         "your values are rotated as well as the queries and keys",
         fix="Apply RoPE to the queries and keys only: `q, k = rope(q), rope(k)`; leave `v` as "
             "it is.",
@@ -301,7 +302,7 @@ ROWS: tuple[Misconception, ...] = (
         "before the split gives the heads after the first the slow frequencies of the end of "
         "d_model instead of their own.",
         ("A-err-7",),
-        variants_of("rope_at", "before_split", only=CSA),
+        variants_of("rope_at", "before_split", "before_split_qkv", only=CSA),
         "your rotation's frequencies run over d_model = {d_model}, not over each head's "
         "d_k = {d_k}",
         fix="Split into heads first, then rotate each head's queries and keys over its d_k "

@@ -56,13 +56,15 @@ def pipeline(
     if theta is not None:
         where = choice(recipe, "rope_at")
 
+        before_split = where in ("before_split", "before_split_qkv")
+        values_too = where in ("heads_qkv", "before_split_qkv")
+
         def rotate(q: Array, k: Array, v: Array, stage: str) -> tuple[Array, Array, Array]:
-            wanted = "projected" if where == "before_split" else "split"
-            if stage not in (wanted, "unsplit"):
+            if stage not in ("projected" if before_split else "split", "unsplit"):
                 return q, k, v
-            turned = (q, k, v) if where == "heads_qkv" else (q, k)
+            turned = (q, k, v) if values_too else (q, k)
             spun = [rotated(recipe, a, None, float(theta)) for a in turned]
-            return spun[0], spun[1], spun[2] if where == "heads_qkv" else v
+            return spun[0], spun[1], spun[2] if values_too else v
 
     with np.errstate(all="ignore"):
         return multi_head(recipe, X, X, (W_q, W_k, W_v, W_o), num_heads, mask,
