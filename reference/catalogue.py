@@ -16,9 +16,10 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from reference.misconception import Misconception, Wording
-from reference.rows import attention, causal_and_positions
+from reference.rows import attention, backward, causal_and_positions
 
-CATALOGUE: tuple[Misconception, ...] = (*attention.ROWS, *causal_and_positions.ROWS)
+CATALOGUE: tuple[Misconception, ...] = (
+    *backward.carried((*attention.ROWS, *causal_and_positions.ROWS)), *backward.ROWS)
 
 BY_ID: Mapping[str, Misconception] = MappingProxyType({m.id: m for m in CATALOGUE})
 
