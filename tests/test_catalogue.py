@@ -30,10 +30,11 @@ SPEC_IDS = {
     "pe-frequency-inverted", "pe-positions-from-one", "rope-halves-not-interleaved",
     "rope-rotation-reversed", "rope-frequency-missing-two", "rope-positions-ignored",
     "rope-no-rotation-partner", "rope-on-values", "rope-before-head-split",
-    # the backward pass (attention_backward so far)
+    # the backward pass (softmax_backward and attention_backward so far)
     "softmax-backward-diagonal-only", "softmax-backward-elementwise",
     "softmax-backward-unweighted-sum", "softmax-backward-wrong-axis", "row-sum-misbroadcast",
     "dv-not-transposed", "dk-not-transposed", "backward-missing-scale", "backward-scale-by-dk",
+    "softmax-backward-output-as-logits",
 }
 BANK_ID = re.compile(r"^(A-(tf|err|why|edge)-\d+|B-\d+)$")
 

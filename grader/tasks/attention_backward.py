@@ -182,7 +182,8 @@ def _fields(probe: Probe, recipe: Recipe) -> dict[str, object]:
 
 
 STAGE_WORDS = {
-    "dP": "the gradient of the weights (dP)", "dS": "the gradient of the scores (dS)",
+    "dP": "the gradient of the weights (dP)",
+    "rowsum": "the row sum the softmax's gradient subtracts", "dS": "the gradient of the scores (dS)",
     "dS_scaled": "dS with the chain rule's scale", "dV": "the gradient of V (dV)",
     "dQ": "the gradient of Q (dQ)", "dK": "the gradient of K (dK)",
 }

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
+from types import MappingProxyType
 
-from reference.misconception import Misconception, Variant, variants_of
+from reference.misconception import Misconception, Variant, Wording, variants_of
 
 ATTN_BACK = ("attention_backward",)
 MHA_BACK = ("multi_head_attention_backward",)
 SOFTMAX_BACK = ("softmax_backward",)
-BACKWARD = ATTN_BACK
+BACKWARD = (*SOFTMAX_BACK, *ATTN_BACK)
 ATTENTIVE_BACK = ATTN_BACK
 
 #: forward task -> the backward task its variants carry over to
@@ -92,7 +93,7 @@ ROWS: tuple[Misconception, ...] = (
         "your gradient equals Y * (dY - sum(dY)); the sum subtracted must be sum(Y * dY)",
         fix="Weight the sum by the probabilities: `(y * dy).sum(axis=axis, keepdims=True)`, "
             "not `dy.sum(...)`.",
-        stages=("dS",),
+        stages=("rowsum", "dS"),
     ),
     Misconception(
         "softmax-backward-wrong-axis",
@@ -102,12 +103,27 @@ ROWS: tuple[Misconception, ...] = (
         "different distributions. In attention the softmax runs over the keys (the last axis of "
         "the (..., n, m) scores); a sum over the queries is the wrong one.",
         ("A-err-1", "B-2", "B-13"),
-        variants_of("rowsum_axis", "other", only=ATTENTIVE_BACK),
+        variants_of("rowsum_axis", "other", only=ATTENTIVE_BACK)
+        + variants_of("rowsum_axis", "last", "first", "before", "moved_not_back",
+                      only=SOFTMAX_BACK),
         "your row sum runs over the n = {n} queries; it must run over the m = {m} keys, "
         "the softmax's axis",
         fix="Take the sum along the softmax's axis with `keepdims=True`: "
             "`(P * dP).sum(axis=-1, keepdims=True)`.",
-        stages=("dS",),
+        stages=("rowsum", "dS"),
+        in_conventions=MappingProxyType({
+            "task:softmax_backward": Wording(
+                "Your softmax gradient sums along an axis other than `axis`",
+                "The row sum in y * (dy - sum(y * dy)) runs along the axis the softmax "
+                "normalised, so that each slice's gradient uses only its own slice: a fixed "
+                "axis (the last, or the first) ignores the `axis` argument, and moving `axis` to "
+                "the end to process rows is right only if the result is moved back "
+                "(`np.moveaxis`), not reshaped to the input's shape.",
+                "Sum along the given axis, `(y * dy).sum(axis=axis, keepdims=True)`, or move "
+                "the axis back with `np.moveaxis(result, -1, axis)`.",
+                "your gradient is not the product of the Jacobians of the slices along "
+                "axis={axis}: its row sums run along another axis"),
+        }),
     ),
     Misconception(
         "row-sum-misbroadcast",
@@ -120,7 +136,18 @@ ROWS: tuple[Misconception, ...] = (
         "your row sums are subtracted along the columns (sum i from column i); with "
         "`keepdims=True` each is subtracted from its own row",
         fix="Keep the summed axis: `(P * dP).sum(axis=-1, keepdims=True)`.",
-        stages=("dS",),
+        in_conventions=MappingProxyType({
+            "task:softmax_backward": Wording(
+                "Your row sum loses its axis (no keepdims), so NumPy subtracts it along the "
+                "wrong one",
+                "A sum along `axis` without `keepdims=True` drops that axis, and NumPy aligns "
+                "what is left with the last axes of y: the sum of slice i is subtracted along "
+                "the wrong direction. It only runs where the shapes happen to match (square "
+                "slices), and fails elsewhere. (Along the first axis the shapes line up as if "
+                "kept, which is why that case is right.)",
+                "Keep the summed axis: `(y * dy).sum(axis=axis, keepdims=True)`."),
+        }),
+        stages=("rowsum", "dS"),
     ),
     Misconception(
         "dv-not-transposed",
@@ -172,5 +199,17 @@ ROWS: tuple[Misconception, ...] = (
         "{inv_sqrt_dk}",
         fix="Divide by `np.sqrt(d_k)`, the forward's scale, not by `d_k`.",
         stages=("dS_scaled", "dQ", "dK"),
+    ),
+    Misconception(
+        "softmax-backward-output-as-logits",
+        "You apply softmax to the given output again, as if it were the logits",
+        "softmax_backward receives Y = softmax(x), the probabilities themselves, not x. The "
+        "Jacobian diag(y) - y y^T is built from those probabilities directly; applying softmax "
+        "to them again gives another, flatter distribution and the wrong Jacobian.",
+        ("A-tf-2",),
+        variants_of("softmax_input", "logits", only=SOFTMAX_BACK),
+        "your gradient is built from softmax(Y) instead of Y, the probabilities given",
+        fix="Use `output` as the probabilities: `y = output`, with no second softmax.",
+        stages=("probabilities",),
     ),
 )

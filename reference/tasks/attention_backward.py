@@ -102,9 +102,11 @@ def _unbroadcast(grad: Array, shape: tuple[int, ...]) -> Array:
     return grad
 
 
-def softmax_grad(recipe: Recipe, p: Array, d_p: Array, axis: int | tuple[int, ...] | None
-                 ) -> Array:
-    """dS from the softmax's output P (over ``axis``) and dP, with the recipe's choices."""
+def softmax_grad(recipe: Recipe, p: Array, d_p: Array, axis: int | tuple[int, ...] | None,
+                 record: Stages | None = None) -> Array:
+    """dS from the softmax's output P (over ``axis``) and dP, with the recipe's choices (the
+    row sum it subtracts put in ``record`` as "rowsum", when given)."""
+    stages: Stages = {} if record is None else record
     form = choice(recipe, "dsoftmax")
     if form == "diagonal":
         return p * d_p
@@ -113,22 +115,24 @@ def softmax_grad(recipe: Recipe, p: Array, d_p: Array, axis: int | tuple[int, ..
     weighted = p * d_p if choice(recipe, "rowsum_weight") == "weighted" else d_p
     where = choice(recipe, "rowsum_axis")
     if where == "no_keepdims":
-        return p * (d_p - np.sum(weighted, axis=axis))
-    if where == "other":
-        axis = OTHER_AXIS.get(axis, -2) if not isinstance(axis, tuple) and axis is not None \
-            else axis
-    return p * (d_p - np.sum(weighted, axis=axis, keepdims=True))
+        total = stages["rowsum"] = np.sum(weighted, axis=axis)
+        return p * (d_p - total)
+    if where == "other" and isinstance(axis, int):
+        axis = OTHER_AXIS.get(axis, -2)
+    total = stages["rowsum"] = np.sum(weighted, axis=axis, keepdims=True)
+    return p * (d_p - total)
 
 
 #: the axis a row sum over the wrong one of the last two uses instead
 OTHER_AXIS: dict[int, int] = {-1: -2, -2: -1}
 
 
-def _normalize_grad(recipe: Recipe, how: str, scores: Array, p: Array, d_p: Array) -> Array:
+def _normalize_grad(recipe: Recipe, how: str, scores: Array, p: Array, d_p: Array,
+                    record: Stages) -> Array:
     """dS of the normalisation ``how`` (P = normalize(S)), the softmax's with the recipe's
     backward choices."""
     if how in SOFTMAX_AXES:
-        return softmax_grad(recipe, p, d_p, SOFTMAX_AXES[how])
+        return softmax_grad(recipe, p, d_p, SOFTMAX_AXES[how], record)
     if how == "sum":  # P = s / sum(s), blocked scores (-inf) counted as constant 0
         unblocked = np.where(scores == -np.inf, 0.0, scores)
         total = np.sum(unblocked, axis=-1, keepdims=True)
@@ -174,7 +178,8 @@ def backward_core(
     if mask is not None and mask_choice == "after_softmax":
         d_w = np.where(mask, d_w, 0.0)
     normalised = fwd.get("masked", fwd["scaled"])
-    d_s = stages["dS"] = _normalize_grad(recipe, choice(forward, "normalize"), normalised, p, d_w)
+    d_s = stages["dS"] = _normalize_grad(recipe, choice(forward, "normalize"), normalised, p, d_w,
+                                          stages)
     if mask is not None and mask_choice in _MASK_GRAD:
         d_s = stages["dS"] = _MASK_GRAD[mask_choice](d_s, mask)
     grad_scale = {"chain": 1.0 if after_softmax else factor, "none": 1.0,
