@@ -37,14 +37,18 @@ FAMILIES: dict[str, tuple[Variant, ...]] = {
 
 
 def carried(rows: Iterable[Misconception]) -> tuple[Misconception, ...]:
-    """The forward rows with their variants extended to the backward tasks."""
+    """The forward rows with their variants extended to the backward tasks, where their
+    one-line fixes are not given (the forward's line fixed alone leaves its backward wrong)."""
     out = []
     for row in rows:
         variants = tuple(
             dataclasses.replace(v, tasks=(*v.tasks, *(CARRIED_TO[t] for t in v.tasks
                                                       if t in CARRIED_TO)))
             for v in row.variants) + FAMILIES.get(row.id, ())
-        out.append(dataclasses.replace(row, variants=variants))
+        backward = tuple(dict.fromkeys(CARRIED_TO[t] for v in row.variants for t in v.tasks
+                                       if t in CARRIED_TO))
+        out.append(dataclasses.replace(row, variants=variants,
+                                       sentence_only_in=(*row.sentence_only_in, *backward)))
     return tuple(out)
 
 
