@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from reference.misconception import Misconception, Wording
-from reference.rows import attention, causal_and_positions, tiled
+from reference.rows import attention, backward, causal_and_positions, tiled
 
 
 def _carried(rows: tuple[Misconception, ...]) -> tuple[Misconception, ...]:
@@ -35,8 +35,11 @@ def _carried(rows: tuple[Misconception, ...]) -> tuple[Misconception, ...]:
     return tuple(out)
 
 
-CATALOGUE: tuple[Misconception, ...] = _carried(
-    (*attention.ROWS, *causal_and_positions.ROWS, *tiled.ROWS))
+#: the rows of every family; the backward pass carries the forward's IDs over (each forward
+#: variant also occurs in attention_backward), tiled attention some of them
+CATALOGUE: tuple[Misconception, ...] = _carried((
+    *backward.carried((*attention.ROWS, *causal_and_positions.ROWS)), *backward.ROWS,
+    *tiled.ROWS))
 
 BY_ID: Mapping[str, Misconception] = MappingProxyType({m.id: m for m in CATALOGUE})
 

@@ -64,6 +64,10 @@ class Misconception:
     #: stages where the same mistake is usually written a second time (the max beside the sum,
     #: V beside K): their lines get the literal fix too, so that applying it leaves no half
     also: tuple[str, ...] = ()
+    #: tasks where the rewrites of one line do not undo the mistake (a forward mistake in a
+    #: backward assignment is written twice, in the forward and in the chain rule after it):
+    #: there the report gives the sentence alone
+    sentence_only_in: tuple[str, ...] = ()
 
 
 def variants_of(knob: str, *choices: str, only: tuple[str, ...]) -> tuple[Variant, ...]:

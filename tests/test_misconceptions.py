@@ -13,7 +13,7 @@ import pytest
 from grader import grade
 from grader.core.report import validate
 from reference.catalogue import BY_ID, CATALOGUE
-from reference.rows import causal_and_positions, tiled
+from reference.rows import backward, causal_and_positions, tiled
 
 from .conftest import SUBMISSIONS, expected_ids
 
@@ -47,7 +47,8 @@ def test_every_catalogued_misconception_has_a_fixture() -> None:
 def test_every_assignment_has_at_least_six_correct_styles() -> None:
     for assignment in ("softmax", "attention", "multi_head_attention", "causal_mask",
                        "positional_encoding", "rope", "causal_self_attention",
-                       "flash_attention_forward"):
+                       "flash_attention_forward", "softmax_backward",
+                       "attention_backward"):
         correct = [p for p in FIXTURES if p.parent.name == assignment and not expected_ids(p)]
         # plus the notebook and torch styles in test_styles.py
         assert len(correct) >= 4, assignment
@@ -64,7 +65,8 @@ def test_evidence_names_the_numbers_and_a_call_to_paste() -> None:
 @pytest.mark.parametrize("seed", [1, 2, 3])
 @pytest.mark.parametrize("assignment", ["softmax", "attention", "multi_head_attention",
                                         "causal_mask", "positional_encoding", "rope",
-                                        "causal_self_attention", "flash_attention_forward"])
+                                        "causal_self_attention", "flash_attention_forward",
+                                        "softmax_backward", "attention_backward"])
 def test_hidden_seeds_change_no_verdict(tmp_path: Path, assignment: str, seed: int) -> None:
     """New probe values (a hidden seed) must neither accuse a correct style nor hide a
     misconception: every fixture again gets exactly its IDs, correct ones full marks."""
@@ -122,3 +124,17 @@ def test_every_id_of_tiled_attention_is_named_by_three_styles() -> None:
     correct = [p for p in FIXTURES if p.parent.name == "flash_attention_forward"
                and not expected_ids(p)]
     assert len(correct) >= 6
+
+
+def test_every_id_of_the_backward_pass_is_named_by_three_styles() -> None:
+    """Each backward ID is named exactly by at least three fixtures of the backward
+    assignments, written in different styles (combinations included)."""
+    folders = {"softmax_backward", "attention_backward"}
+    unit = {row.id for row in backward.ROWS}
+    named: dict[str, int] = {}
+    for path in FIXTURES:
+        if path.parent.name in folders:
+            for misconception in expected_ids(path):
+                named[misconception] = named.get(misconception, 0) + 1
+    thin = {i: named.get(i, 0) for i in unit if named.get(i, 0) < 3}
+    assert not thin, thin

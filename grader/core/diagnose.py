@@ -177,7 +177,7 @@ def diagnose(assignment: Assignment, probes: Sequence[Probe],
         if recipe is None:  # nothing explains every probe, or the reference does where calls ran
             recipe = _batch_fallback(matcher, probes, indices)
             extra = (catalogue.detected_by("batch"),)
-        elif _every_batched_call_failed(matcher, probes, indices):
+        elif _every_batched_call_failed(matcher, probes, indices, recipe):
             # the mistake found explains the 2-D calls, and no call with leading axes worked:
             # a second, separate gap (2-D-only code that also divides by d_k)
             extra = (catalogue.detected_by("batch"),)
@@ -197,12 +197,15 @@ def diagnose(assignment: Assignment, probes: Sequence[Probe],
 
 
 def _every_batched_call_failed(matcher: _Matcher, probes: Sequence[Probe],
-                               indices: Sequence[int]) -> bool:
+                               indices: Sequence[int], recipe: Recipe) -> bool:
     """Did every batched call fail (raise, die or return a wrong shape) where the 2-D calls of
-    the same kind (masked or not) worked?"""
+    the same kind (masked or not) worked? Only the batched calls the mistake found can make
+    count: one that runs only on some shapes (P dO needs n = m) fails on the others as its
+    symptom, not as a second gap."""
     unbatched = [i for i in indices if not probes[i].batched]
     ran = {"masked" in probes[i].tags for i in unbatched if matcher.outcomes[i].ok}
-    batched = [i for i in indices if probes[i].batched and ("masked" in probes[i].tags) in ran]
+    batched = [i for i in indices if probes[i].batched and ("masked" in probes[i].tags) in ran
+               and matcher.variant_outputs(recipe, i) is not None]
     return bool(batched) and all(
         matcher.outcomes[i].error_kind in CRASHES | {"wrong-shape"} for i in batched)
 

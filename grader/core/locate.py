@@ -487,7 +487,8 @@ def with_literal_fix(quoted: SourcePlace, assignment: Assignment, misconception_
     word the fix differently)."""
     row = catalogue.BY_ID[misconception_id]
     own_terms = {key for key in assignment.interface.conventions() if key in row.in_conventions}
-    if not row.rewrites or own_terms or len(quoted.code) >= 200:
+    if not row.rewrites or own_terms or len(quoted.code) >= 200 \
+            or assignment.task.name in row.sentence_only_in:
         return quoted
     source = sources[(quoted.cell or 1) - 1] if sources else ""
     names = student_names(assignment, sources)

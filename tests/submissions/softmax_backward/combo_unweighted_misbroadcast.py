@@ -1,0 +1,9 @@
+# expect: row-sum-misbroadcast softmax-backward-unweighted-sum
+import numpy as np
+
+
+def softmax_backward(grad_output, output, axis=-1):
+    y = np.asarray(output)
+    dy = np.asarray(grad_output)
+    dot = np.sum(dy, axis=axis)
+    return y * (dy - dot)

@@ -1,0 +1,11 @@
+# expect: softmax-backward-diagonal-only
+import numpy as np
+
+
+def softmax_backward(grad_output, output, axis=-1):
+    y = np.moveaxis(output, axis, -1)
+    g = np.moveaxis(grad_output, axis, -1)
+    n = y.shape[-1]
+    J = y[..., :, None] * np.eye(n)
+    dx = np.einsum("...ij,...j->...i", J, g)
+    return np.moveaxis(dx, -1, axis)

@@ -1,0 +1,10 @@
+# expect: softmax-backward-unweighted-sum
+import numpy as np
+
+
+def softmax_backward(grad_output, output, axis=-1):
+    y = np.asarray(output)
+    dy = np.asarray(grad_output)
+    dot = np.sum(dy, axis=axis, keepdims=True)
+    return y * (dy - dot)
+# where: softmax-backward-unweighted-sum=8
