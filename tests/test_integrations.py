@@ -30,6 +30,7 @@ from grader.registry import rubric
 from grader.starter import ACTION_REFERENCE, kit_files
 
 from .conftest import SUBMISSIONS, run_cli
+from .platform_contracts import PLATFORM_CONTRACTS
 
 pytestmark = pytest.mark.e2e  # starts child processes: the slow tier
 
@@ -53,14 +54,6 @@ def contract(name: str) -> dict[str, Any]:
 
 def _base64_json(output: str) -> Any:
     return json.loads(base64.b64decode(output))
-
-
-#: each platform's result: the schema of what the platform documents (in tests/contracts/), and
-#: how to read the result from the format's output
-PLATFORM_CONTRACTS: dict[str, tuple[str, Any]] = {
-    "gradescope": ("gradescope_results.schema.json", json.loads),
-    "github": ("classroom_result.schema.json", _base64_json),
-}
 
 
 def grade_json(path: Path, *extra: str) -> dict[str, Any]:
@@ -101,9 +94,13 @@ def test_every_platform_has_a_contract() -> None:
 @pytest.mark.parametrize("platform", [platform.name for platform in PLATFORMS])
 def test_every_platform_result_follows_its_contract(platform: str,
                                                     reports: list[dict[str, Any]]) -> None:
-    schema_name, read = PLATFORM_CONTRACTS[platform]
+    schema, read, fraction = PLATFORM_CONTRACTS[platform]
     for report in reports:
-        jsonschema.validate(read(RENDERERS[platform](report)), contract(schema_name))
+        result = read(RENDERERS[platform](report))
+        jsonschema.validate(result, contract(schema))
+        # the same fraction of the points as the JSON report
+        expected = Fraction(repr(report["score"])) / Fraction(repr(report["max_score"]))
+        assert fraction(result, report["max_score"]) == expected, platform
 
 
 # --- Gradescope -------------------------------------------------------------------------------
