@@ -225,3 +225,40 @@ def test_junit_carries_characters_xml_cannot_and_student_markup_as_text() -> Non
     read = xml_tree(output)  # parses: nothing XML cannot hold is left
     jsonschema.validate(read, contract("junit_results.schema.json"))
     assert "<b>bold</b> ]]> &" in " ".join(p.text for p in junit.student_pages(output))
+
+
+# --- the recipes in deploy/ --------------------------------------------------------------------
+
+DEPLOY = ROOT / "deploy"
+
+
+def test_the_prairielearn_question_runs_the_entry_point_within_prairielearns_limits() -> None:
+    options = json.loads((DEPLOY / "prairielearn" / "info.json").read_text())[
+        "externalGradingOptions"]
+    assert options["enabled"] and options["entrypoint"][1:] == ["-m",
+                                                                "grader.platforms.prairielearn"]
+    assert options["timeout"] <= prairielearn.DEFAULT_TIMEOUT_SECONDS
+    limits = prairielearn.GRADER_LIMITS
+    assert limits["total_seconds"] < options["timeout"]
+    assert limits["memory_mb"] < prairielearn.DEFAULT_MEMORY_MB
+    assert "grader.platforms.prairielearn" in (DEPLOY / "prairielearn" / "Dockerfile").read_text()
+    settings = json.loads((DEPLOY / "prairielearn" / "attention-grader.json").read_text())
+    assert settings["assignment"] == "attention" and isinstance(settings["seed"], int)
+
+
+def test_the_cluster_recipes_grade_each_shard_into_its_own_folder() -> None:
+    import subprocess
+
+    import yaml
+
+    job = yaml.safe_load((DEPLOY / "kubernetes" / "grade-class.yaml").read_text())
+    spec = job["spec"]
+    assert spec["completionMode"] == "Indexed" and spec["completions"] == spec["parallelism"]
+    command = " ".join(spec["template"]["spec"]["containers"][0]["command"])
+    count = spec["completions"]
+    assert f"--shard $K/{count}" in command and "--out /class/shards/$K" in command
+    sbatch = DEPLOY / "slurm" / "grade-class.sbatch"
+    assert subprocess.run(["bash", "-n", str(sbatch)]).returncode == 0
+    text = sbatch.read_text()
+    assert '--shard "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT"' in text
+    assert "attention-grader merge" in text

@@ -47,10 +47,10 @@ FORMAT = Format("codegrade", render, lambda output: [Page("text", output)],
 
 
 def _structured_output() -> int | None:
-    """File descriptor 3 when it is the pipe CodeGrade opened for the test, else None."""
+    """File descriptor 3 when the test was given it (a pipe or a file), else None."""
     try:
-        return STRUCTURED_OUTPUT_FD if stat.S_ISFIFO(os.fstat(STRUCTURED_OUTPUT_FD).st_mode) \
-            else None
+        mode = os.fstat(STRUCTURED_OUTPUT_FD).st_mode
+        return STRUCTURED_OUTPUT_FD if stat.S_ISFIFO(mode) or stat.S_ISREG(mode) else None
     except OSError:
         return None
 

@@ -32,6 +32,12 @@ from grader.render.visible import student_view
 #: PrairieLearn's own limits for an external grading job (its defaults: a 30 s timeout, 2 GiB
 #: of memory and 90% of one CPU); the grader's limits must fit inside them
 DEFAULT_TIMEOUT_SECONDS = 30
+DEFAULT_MEMORY_MB = 2048
+#: the grader's limits inside those: the whole grading in 20 s (the job's start-up and the
+#: results' upload need the rest), 2 s a call, 1.5 GiB for the submission's process. The
+#: settings' "limits" (names of ``grader.config.Limits``) change them for a longer timeout.
+GRADER_LIMITS = {"total_seconds": 20.0, "call_seconds": 2.0, "import_seconds": 10.0,
+                 "memory_mb": 1536}
 SETTINGS_NAME = "attention-grader.json"
 #: results.json is limited to 1 MB by PrairieLearn: the text output is cut well below that
 MAX_OUTPUT_CHARS = 200_000
@@ -108,6 +114,7 @@ def settings(root: Path) -> dict[str, Any]:
 
 def run(root: Path) -> Path:
     """Grade ``root/student``; write and return ``root/results/results.json``."""
+    from grader.config import DEFAULT_LIMITS, Limits
     from grader.files import write_atomically
     from grader.load import candidates
     from grader.model import DEFAULT_SEED, GraderError
@@ -116,13 +123,15 @@ def run(root: Path) -> Path:
     results_path = root / "results" / "results.json"
     try:
         config = settings(root)
-    except (OSError, ValueError) as exc:
+        limits = Limits(**{**DEFAULT_LIMITS.as_dict(), **GRADER_LIMITS,
+                           **dict(config.get("limits", {}))})
+    except (OSError, ValueError, TypeError) as exc:
         report = error_report("unknown", [GraderError("crashed", f"grader settings: {exc}")], {})
     else:
         folder = root / "student"
         files = candidates(folder) if folder.is_dir() else ()
         report = grade_best_of(files, assignment=str(config["assignment"]),
-                               seed=int(config.get("seed", DEFAULT_SEED)))
+                               seed=int(config.get("seed", DEFAULT_SEED)), limits=limits)
     # written after the submission's processes are gone, over whatever it left at that path
     write_atomically(results_path, render(report))
     return results_path
