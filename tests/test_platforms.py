@@ -192,8 +192,22 @@ def test_a_multi_part_report_scores_by_part_on_a_platform_that_scores_by_problem
          "misconceptions": [], "checks": [], "errors": []},
         {"assignment": "attention", "function": "scaled_dot_product_attention", "score": 1.7,
          "max_score": 6.0, "misconceptions": [], "checks": [], "errors": []}]
+    for check in report["checks"]:
+        check["part"] = "attention"
+    first = report["checks"][0]  # one ID in two parts, the points split between them
+    first.update(points=first["points"] / 2, max_points=first["max_points"] / 2)
+    report["checks"].append({**first, "part": "softmax"})
     assert autolab.scores(report) == {"softmax": 2, "attention": 1.7}
     assert [p.name for p in problems(report)] == ["softmax", "attention"]
+    for platform in PLATFORMS:  # every platform still reads it, with the same fraction
+        schema, read, fraction = PLATFORM_CONTRACTS[platform.name]
+        result = read(platform.render(report))
+        jsonschema.validate(result, contract(schema))
+        assert fraction(result, report["max_score"]) == _exact(report["score"]) / 10
+    semantic = json.loads(autolab.render(report).rstrip("\n").splitlines()[-2])["Checks"]
+    assert {"softmax: returns-arrays", "attention: returns-arrays"} <= set(semantic)
+    names = [t["name"] for t in json.loads(prairielearn.render(report))["tests"]]
+    assert len(names) == len(set(names))
 
 
 def test_codegrade_points_are_the_exact_fraction() -> None:

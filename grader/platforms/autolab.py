@@ -22,7 +22,7 @@ from typing import Any
 
 from grader.render import text
 from grader.render.formats import Format, Page
-from grader.render.outcome import problems, rubric_problems
+from grader.render.outcome import check_name, problems, rubric_problems
 from grader.render.visible import student_view
 
 STAGE = "Checks"
@@ -41,7 +41,7 @@ def presentation(view: dict[str, Any]) -> dict[str, Any]:
     """The semantic-feedback line: one stage, a test per check (its message as the hint)."""
     tests: dict[str, Any] = {}
     for check in view["checks"]:
-        tests[check["id"]] = ({"passed": True} if check["passed"] else
+        tests[check_name(check)] = ({"passed": True} if check["passed"] else
                               {"passed": False, "hint": check["message"]})
     for error in view["errors"]:
         tests.setdefault(f"error: {error['kind']}", {"passed": False, "hint": error["message"]})

@@ -17,7 +17,7 @@ from typing import Any
 
 from grader.render import html
 from grader.render.formats import Format, Page
-from grader.render.outcome import fraction, headline
+from grader.render.outcome import check_name, fraction, headline
 from grader.render.visible import student_view
 
 HEADERS = ["iscorrect", "Check", "Points", "Message", "ishidden"]
@@ -30,7 +30,7 @@ def outcome(report: dict[str, Any]) -> dict[str, Any]:
     rows: list[list[Any]] = [list(HEADERS)]
     for check, shown in zip(report["checks"], view["checks"]):
         hidden = bool(check.get("hidden"))
-        rows.append([bool(check["passed"]), check["id"],
+        rows.append([bool(check["passed"]), check_name(check),
                      f"{check['points']:g} / {check['max_points']:g}",
                      check["message"] if hidden else shown["message"], hidden])
     for error in view["errors"]:

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from grader.render.formats import Format, Page
-from grader.render.outcome import fraction, headline
+from grader.render.outcome import check_name, fraction, headline
 from grader.render.visible import student_view
 
 #: what XML 1.0 cannot carry even escaped (control characters, lone surrogates, U+FFFE/F)
@@ -46,7 +46,7 @@ def tree(report: dict[str, Any]) -> ET.Element:
         ET.SubElement(properties, "property", {"name": name, "value": xml_text(value)})
     for check in view["checks"]:
         case = ET.SubElement(suite, "testcase", {
-            "name": xml_text(check["id"]), "classname": f"attention-grader.{assignment}",
+            "name": xml_text(check_name(check)), "classname": f"attention-grader.{assignment}",
             "time": "0"})
         if not check["passed"]:
             failure = ET.SubElement(case, "failure", {

@@ -26,7 +26,7 @@ from typing import Any
 
 from grader.render import text
 from grader.render.formats import Format, Page
-from grader.render.outcome import NOT_GRADABLE, fraction, gradable, headline
+from grader.render.outcome import NOT_GRADABLE, check_name, fraction, gradable, headline
 from grader.render.visible import student_view
 
 #: PrairieLearn's own limits for an external grading job (its defaults: a 30 s timeout, 2 GiB
@@ -49,7 +49,7 @@ def _cut(value: str) -> str:
 
 def _test(check: dict[str, Any]) -> dict[str, Any]:
     return {
-        "name": check["id"],
+        "name": check_name(check),
         "description": f"{check['category']} check",
         "points": check["points"],
         "max_points": check["max_points"],

@@ -70,6 +70,13 @@ def problems(report: dict[str, Any]) -> list[Problem]:
     return named or [Problem("score", float(report["score"]), float(report["max_score"]))]
 
 
+def check_name(check: dict[str, Any]) -> str:
+    """A check's name on a platform: its ID, after its part's in a multi-part assignment (where
+    two parts may have checks of one ID)."""
+    part = check.get("part")
+    return f"{part}: {check['id']}" if part else str(check["id"])
+
+
 def gradable(report: dict[str, Any]) -> bool:
     """False for a report that could not be graded for a reason that is no attempt at the
     task (its code does not parse, defines nothing, or the grader itself failed)."""
