@@ -260,6 +260,182 @@ def dask_executor(scheduler: str) -> Iterator[Callable[[Job], Any]]:
         yield lambda job: client.submit(_grade_entry_warm, job, pure=False)
 
 
+# --- a class in shards ----------------------------------------------------------------------
+
+SHARD_FILE = "shard.json"
+
+
+@dataclass(frozen=True)
+class Shard:
+    """The ``index``-th (from 1) of ``count`` shards of a class. A student's shard depends on
+    their name alone (a hash of it), so it is the same on every run and whatever else the class
+    holds: re-running a shard, or a class with students added, never moves anyone's report."""
+
+    index: int
+    count: int
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.index <= self.count:
+            raise ValueError(f"shard {self.index}/{self.count}: K must be between 1 and N")
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """``"K/N"``."""
+        match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+        if not match:
+            raise ValueError(f"{text!r} is not a shard K/N (say 3/8)")
+        return cls(int(match.group(1)), int(match.group(2)))
+
+    def holds(self, student: str) -> bool:
+        digest = hashlib.sha256(student.encode("utf-8", "surrogatepass")).digest()
+        return int.from_bytes(digest[:8], "big") % self.count == self.index - 1
+
+
+def write_shard_manifest(out_dir: Path, shard: Shard, assignment: str, class_size: int,
+                         positions: Sequence[int]) -> None:
+    """What ``merge`` needs of a shard: which it is, of which class, and where each of its
+    rows (``summary.json``, in the same order) stands in the class."""
+    from grader.files import write_atomically
+
+    write_atomically(out_dir / SHARD_FILE, json.dumps({
+        "shard": [shard.index, shard.count], "assignment": assignment,
+        "class_size": class_size, "positions": list(positions)}) + "\n")
+
+
+def merge_shards(shard_dirs: Sequence[Path], out_dir: Path) -> list[dict[str, Any]]:
+    """Join the folders of a class's shards into ``out_dir``: every report, and the summaries
+    and class report of the whole class, in the order one unsharded batch writes them. Raises
+    ValueError when the folders are not all the shards of one class, each once."""
+    from grader.files import write_atomically
+
+    manifests = []
+    for folder in shard_dirs:
+        try:
+            manifest = json.loads((folder / SHARD_FILE).read_text(encoding="utf-8"))
+            rows = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{folder} is not a finished shard ({exc})") from None
+        if len(rows) != len(manifest["positions"]):
+            raise ValueError(f"{folder}: summary.json and {SHARD_FILE} disagree")
+        manifests.append((folder, manifest, rows))
+    classes = {(m["assignment"], m["class_size"], m["shard"][1]) for _, m, _ in manifests}
+    if len(classes) != 1:
+        raise ValueError("the folders are shards of different classes (or shard counts)")
+    assignment, class_size, count = classes.pop()
+    found = sorted(m["shard"][0] for _, m, _ in manifests)
+    if found != list(range(1, count + 1)):
+        missing = sorted(set(range(1, count + 1)) - set(found))
+        twice = sorted({k for k in found if found.count(k) > 1})
+        raise ValueError(f"shards of {count}: missing {missing or 'none'}, "
+                         f"given twice {twice or 'none'}")
+    ordered: dict[int, dict[str, Any]] = {}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for folder, manifest, rows in manifests:
+        for position, row in zip(manifest["positions"], rows):
+            ordered[int(position)] = row
+            source = folder / row["report"]
+            if source.resolve() != (out_dir / row["report"]).resolve():
+                write_atomically(out_dir / row["report"], source.read_text(encoding="utf-8"))
+    if sorted(ordered) != list(range(class_size)):
+        raise ValueError("the shards do not cover the class once each")
+    merged = [ordered[i] for i in range(class_size)]
+    write_summaries(merged, out_dir, assignment)
+    return merged
+
+
+# --- Dask, in chunks -----------------------------------------------------------------------------
+
+#: submissions per Dask task: one task each stalls the scheduler at a MOOC's count
+#: (dask/distributed#2181); a chunk is graded by one worker through its own fork server
+DASK_CHUNK = 50
+
+
+def _grade_chunk(items: Sequence[tuple[str, Job]], out_dir: str) -> list[tuple[dict[str, Any], float]]:
+    """On a Dask worker: grade a chunk of submissions one after another through this worker's
+    own pre-warmed fork server, writing each report (atomically) as soon as it is done, and
+    return only the summary rows. A report already up to date is not graded again, so a chunk
+    retried after its worker was killed grades only what that worker had not finished."""
+    from grader import sandbox
+    from grader.files import write_atomically
+
+    sandbox.use_fork_server(True)
+    done = []
+    for name, job in items:
+        path = Path(out_dir) / name
+        report = _up_to_date(path, job.key)
+        if report is None:
+            try:
+                report = grade_entry(job)
+            except Exception as exc:  # the grader's own failure: this submission's report
+                report = _crashed_report(job, f"grader error: {exc!r}")
+            write_atomically(path, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+        done.append((_row(job.entry, name, report),
+                     float(report["metadata"].get("worker_peak_rss_mb", 0.0))))
+    return done
+
+
+def _crashed_report(job: Job, message: str) -> dict[str, Any]:
+    from grader.model import GraderError
+    from grader.pipeline import error_report
+
+    report = error_report(job.assignment, [GraderError("crashed", message)],
+                          {"submission": job.entry.student})
+    report["metadata"].update(student=job.entry.student)  # (no key: a re-run grades it again)
+    return report
+
+
+def run_dask_chunks(todo: Sequence[tuple[int, str, Job]], out_dir: Path, scheduler: str,
+                    chunk_size: int,
+                    recorded: Callable[[int, Job, dict[str, Any], float], None]) -> None:
+    """Grade ``todo`` (position, report name, job) on a Dask cluster in chunks of
+    ``chunk_size``: the workers write the reports into ``out_dir`` (which they must see, as
+    they see the submissions) and send back rows, so the client holds one row per submission,
+    not a report. A chunk whose worker keeps dying is graded one submission per task, and a
+    submission that still kills its worker is reported as crashed, alone."""
+    from distributed import as_completed as dask_completed
+
+    try:
+        from distributed import Client
+    except ImportError as exc:  # pragma: no cover - distributed is in the test extra
+        raise RuntimeError("--executor dask needs the `distributed` package: "
+                           "pip install 'attention-grader[distributed]'") from exc
+    items = list(todo)
+    with Client(scheduler) as client:
+        chunks = [items[start:start + chunk_size] for start in range(0, len(items), chunk_size)]
+        futures = {client.submit(_grade_chunk, [(name, job) for _, name, job in chunk],
+                                 str(out_dir), pure=False): chunk for chunk in chunks}
+        failed: list[tuple[int, str, Job]] = []
+        for future in dask_completed(list(futures)):
+            chunk = futures.pop(future)
+            try:
+                results = future.result()
+            except Exception:  # (its worker died more often than Dask retries)
+                failed += chunk if len(chunk) > 1 else []
+                for index, name, job in chunk if len(chunk) == 1 else []:
+                    recorded(index, job, _crashed_row(job, name, out_dir), 0.0)
+                continue
+            for (index, _, job), (row, peak) in zip(chunk, results):
+                recorded(index, job, row, peak)
+        singles = {client.submit(_grade_chunk, [(name, job)], str(out_dir), pure=False):
+                   (index, name, job) for index, name, job in failed}
+        for future in dask_completed(list(singles)):
+            index, name, job = singles[future]
+            try:
+                [(row, peak)] = future.result()
+            except Exception:
+                row, peak = _crashed_row(job, name, out_dir), 0.0
+            recorded(index, job, row, peak)
+
+
+def _crashed_row(job: Job, name: str, out_dir: Path) -> dict[str, Any]:
+    from grader.files import write_atomically
+
+    report = _crashed_report(job, "the grading process died while grading this submission "
+                                  "alone (did the submission kill it?)")
+    write_atomically(out_dir / name, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    return _row(job.entry, name, report)
+
+
 class Progress:
     """A bar with count, rate and ETA on a terminal; one plain line per submission otherwise."""
 
@@ -333,19 +509,25 @@ class BatchResult:
 def run_batch(entries: Sequence[Entry], assignment: str, out_dir: Path, *, jobs: int = 1,
               seed: int = 0, limits: Limits = DEFAULT_LIMITS, executor: str = "local",
               scheduler: str | None = None, resume: bool = True,
-              progress: Progress | None = None) -> BatchResult:
+              progress: Progress | None = None, shard: Shard | None = None,
+              chunk_size: int | None = None) -> BatchResult:
+    """Grade ``entries`` (only ``shard``'s share of them, when given) into ``out_dir``.
+    ``chunk_size``: submissions per Dask task (default ``DASK_CHUNK``)."""
     from grader.files import write_atomically
 
     started = time.monotonic()
     out_dir.mkdir(parents=True, exist_ok=True)
     taken: set[str] = set()
+    # (named over the whole class: a shard's reports are named as in one unsharded batch)
     names = [report_name(e.student, taken) for e in entries]
+    selected = [i for i, e in enumerate(entries) if shard is None or shard.holds(e.student)]
     rows: dict[int, dict[str, Any]] = {}
     todo: list[tuple[int, Job]] = []
     # every submission of the class is one no other submission may read
     private = dataclasses.replace(limits, private_paths=tuple(sorted(
         {str(path.resolve()) for entry in entries for path in entry.files})))
-    for index, entry in enumerate(entries):
+    for index in selected:
+        entry = entries[index]
         key = {"content_sha256": content_hash(entry.files), "grader_version": __version__,
                "assignment": assignment, "seed": seed,
                # (as it reads back from a report's JSON: tuples as lists)
@@ -369,7 +551,16 @@ def run_batch(entries: Sequence[Entry], assignment: str, out_dir: Path, *, jobs:
             progress.advance(f"{job.entry.student}: {row['score']:g}/{row['max_score']:g} "
                              f"{' '.join(row['misconceptions'] + row['errors'])}".rstrip())
 
-    if executor == "dask":
+    def recorded(index: int, job: Job, row: dict[str, Any], worker_peak: float) -> None:
+        """A row whose report a Dask worker has written itself."""
+        nonlocal peak
+        peak = max(peak, worker_peak)
+        rows[index] = row
+        if progress:
+            progress.advance(f"{job.entry.student}: {row['score']:g}/{row['max_score']:g} "
+                             f"{' '.join(row['misconceptions'] + row['errors'])}".rstrip())
+
+    if executor == "dask" and chunk_size == 1:
         from distributed import as_completed as dask_completed
 
         with dask_executor(scheduler or "") as submit:
@@ -377,11 +568,16 @@ def run_batch(entries: Sequence[Entry], assignment: str, out_dir: Path, *, jobs:
             for future in dask_completed(list(futures)):
                 index, job = futures[future]
                 record(index, job, _collect(future, job))
+    elif executor == "dask":
+        run_dask_chunks([(index, names[index], job) for index, job in todo], out_dir,
+                        scheduler or "", chunk_size or DASK_CHUNK, recorded)
     else:
         _run_locally(todo, jobs, record)
-    ordered = [rows[i] for i in range(len(entries))]
+    ordered = [rows[i] for i in selected]
     write_summaries(ordered, out_dir, assignment)
-    return BatchResult(ordered, len(todo), len(entries) - len(todo),
+    if shard is not None:
+        write_shard_manifest(out_dir, shard, assignment, len(entries), selected)
+    return BatchResult(ordered, len(todo), len(selected) - len(todo),
                        time.monotonic() - started, peak)
 
 

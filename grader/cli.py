@@ -174,22 +174,32 @@ def check(submission: Path, assignment: str | None, fmt: str, **options: Any) ->
               show_default=True, help="Grade in local processes or on a Dask cluster.")
 @click.option("--scheduler", default=None,
               help="Dask scheduler address (tcp://host:8786) for --executor dask.")
+@click.option("--chunk-size", type=click.IntRange(min=1), default=None,
+              help="Submissions per Dask task (default 50; 1: one task per submission).")
+@click.option("--shard", default=None, metavar="K/N",
+              help="Grade only the K-th of N shards of the class (stable: by student); join "
+                   "the shards' folders with `attention-grader merge`.")
 @click.option("--force", is_flag=True,
               help="Regrade everything, even submissions whose report is up to date.")
 @_unsafe_option
 def batch(paths: tuple[str, ...], assignment: str, out_dir: Path, jobs: int | None,
           seed: int | None, timeout: float | None, total_timeout: float | None,
           import_timeout: float | None, memory_mb: int | None, executor: str,
-          scheduler: str | None, force: bool, unsafe_no_fs_isolation: bool) -> None:
+          scheduler: str | None, chunk_size: int | None, shard: str | None, force: bool,
+          unsafe_no_fs_isolation: bool) -> None:
     """Grade a class: files, folders (one per student), globs or a Gradescope export.
 
     Writes one report per submission, summary.csv, summary.json, summary.md and report.html.
     Re-running skips submissions whose report is up to date.
     """
-    from grader.batch import Progress, discover, run_batch
+    from grader.batch import Progress, Shard, discover, run_batch
 
     if executor == "dask" and not scheduler:
         raise click.UsageError("--executor dask needs --scheduler ADDRESS.")
+    try:
+        part = Shard.parse(shard) if shard is not None else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--shard") from None
     entries = discover(paths)
     if not entries:
         raise click.UsageError("no .py or .ipynb submissions found in the given paths.")
@@ -197,12 +207,30 @@ def batch(paths: tuple[str, ...], assignment: str, out_dir: Path, jobs: int | No
     try:
         result = run_batch(entries, assignment, out_dir, jobs=jobs or os.cpu_count() or 1,
                            seed=_seed(seed), limits=limits, executor=executor,
-                           scheduler=scheduler, resume=not force,
-                           progress=Progress(len(entries)))
+                           scheduler=scheduler, resume=not force, shard=part,
+                           chunk_size=chunk_size,
+                           progress=Progress(sum(part is None or part.holds(e.student)
+                                                 for e in entries)))
     except RuntimeError as exc:
         raise click.UsageError(str(exc)) from None
     click.echo(f"graded {result.graded}, up to date {result.reused}, in {result.seconds:.1f} s; "
                f"reports and the class report (summary.md, report.html) in {out_dir}")
+
+
+@main.command()
+@click.argument("shard_dirs", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder for the class's reports, summaries and class report.")
+def merge(shard_dirs: tuple[Path, ...], out_dir: Path) -> None:
+    """Join the folders of `batch --shard K/N` runs into one class's folder (as one batch)."""
+    from grader.batch import merge_shards
+
+    try:
+        rows = merge_shards(shard_dirs, out_dir)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    click.echo(f"merged {len(shard_dirs)} shards, {len(rows)} submissions, into {out_dir}")
 
 
 @main.command("gradescope-zip")

@@ -28,6 +28,9 @@ LAYERS: dict[str, int] = {
     "grader.pytest_plugin": 4, "grader.starter": 4,
     # the registry of formats, and each platform an adapter of its own
     "grader.platforms": 4, "grader.platforms.gradescope": 4, "grader.platforms.github": 4,
+    "grader.platforms.prairielearn": 4, "grader.platforms.autolab": 4,
+    "grader.platforms.coderunner": 4, "grader.platforms.codegrade": 4,
+    "grader.platforms.coursera": 4, "grader.platforms.junit": 4,
     "grader": 5, "grader.launch": 5, "grader.__main__": 6,
 }
 GROUPS = ("grader.core", "grader.sandbox", "grader.render", "grader.tasks", "reference")

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from grader.batch import Entry, Progress, discover, run_batch
+from grader.config import DEFAULT_LIMITS
 from grader.core.report import validate
 
 from .conftest import SUBMISSIONS, run_cli
@@ -531,3 +532,97 @@ def test_an_answer_left_on_a_shared_server_is_never_taken_for_another(tmp_path: 
         forked.close()
     finally:
         shared.close()
+
+
+def _small_class(root: Path, size: int) -> Path:
+    fixtures = ["correct_matmul.py", "scale_by_dk.py", "mask_inverted.py",
+                "combo_dk_inverted.py", "no_batch_support.py"]
+    folder = root / "class"
+    folder.mkdir(parents=True)
+    for n in range(size):
+        (folder / f"s{n:02d}.py").write_text((ATTENTION / fixtures[n % len(fixtures)]).read_text())
+    return folder
+
+
+def test_a_sharded_class_merges_into_the_summary_of_one_batch(tmp_path: Path) -> None:
+    from grader.batch import Shard, merge_shards
+
+    entries = discover([str(_small_class(tmp_path, 9))])
+    whole = run_batch(entries, "attention", tmp_path / "whole", jobs=2)
+    graded = 0
+    for k in (1, 2, 3):
+        graded += run_batch(entries, "attention", tmp_path / f"shard-{k}", jobs=2,
+                            shard=Shard(k, 3)).graded
+    assert graded == len(entries) == 9
+    merge_shards([tmp_path / f"shard-{k}" for k in (1, 2, 3)], tmp_path / "merged")
+
+    def timeless(folder: str) -> list[dict[str, Any]]:
+        rows = json.loads((tmp_path / folder / "summary.json").read_text())
+        return [{k: v for k, v in row.items() if k != "seconds"} for row in rows]
+
+    assert timeless("merged") == timeless("whole") and len(whole.rows) == 9
+    assert (tmp_path / "merged" / "summary.csv").read_text() == (
+        tmp_path / "whole" / "summary.csv").read_text()
+    # graded again from the same reports (all up to date), the shards' merge is the very folder
+    for k in (1, 2, 3):
+        for row in json.loads((tmp_path / f"shard-{k}" / "summary.json").read_text()):
+            shutil.copy(tmp_path / "whole" / row["report"], tmp_path / f"shard-{k}")
+        again = run_batch(entries, "attention", tmp_path / f"shard-{k}", shard=Shard(k, 3))
+        assert again.graded == 0
+    merge_shards([tmp_path / f"shard-{k}" for k in (1, 2, 3)], tmp_path / "merged")
+    for name in ("summary.json", "summary.csv", "summary.md", "report.html"):
+        assert (tmp_path / "merged" / name).read_bytes() == (
+            tmp_path / "whole" / name).read_bytes(), name
+
+
+def test_a_shard_killed_midway_regrades_only_what_is_missing(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    folder = _small_class(tmp_path, 12)
+    out = tmp_path / "shard"
+    command = [sys.executable, "-m", "grader", "batch", str(folder), "-a", "attention",
+               "--out", str(out), "--jobs", "1", "--shard", "1/1"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(out.glob("s*.json"))) < 3:
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)  # the pod is evicted: the whole process group
+    process.wait()
+    kept = {p.name for p in out.glob("s*.json")}
+    assert 3 <= len(kept) < 12 and not (out / "summary.json").exists()
+    for name in kept:  # every report written is whole (written atomically)
+        validate(json.loads((out / name).read_text()))
+    again = run_cli("batch", str(folder), "-a", "attention", "--out", str(out), "--shard", "1/1")
+    assert again.returncode == 0, again.stderr
+    assert f"graded {12 - len(kept)}, up to date {len(kept)}" in again.stdout
+
+
+def test_dask_chunks_grade_as_one_task_each_and_a_retried_chunk_skips_what_is_done(
+        tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    from grader.batch import _grade_chunk
+
+    entries = discover([str(_small_class(tmp_path, 5))])
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        single = run_batch(entries, "attention", tmp_path / "single", executor="dask",
+                           scheduler=cluster.scheduler_address, chunk_size=1)
+        chunked = run_batch(entries, "attention", tmp_path / "chunked", executor="dask",
+                            scheduler=cluster.scheduler_address, chunk_size=2)
+    assert [r["score"] for r in single.rows] == [r["score"] for r in chunked.rows]
+    assert chunked.graded == 5 and chunked.worker_peak_rss_mb > 0
+    for row in single.rows:
+        mine, theirs = (json.loads((tmp_path / d / row["report"]).read_text())
+                        for d in ("single", "chunked"))
+        for key in ("score", "misconceptions", "checks", "errors", "status"):
+            assert mine[key] == theirs[key], key
+    # a chunk retried after its worker died: the reports it had written are not graded again
+    first = json.loads((tmp_path / "chunked" / single.rows[0]["report"]).read_text())
+    key = first["metadata"]["batch_key"]
+    from grader.batch import Job
+
+    job = Job(entries[0], "attention", 0, DEFAULT_LIMITS, key)
+    [(row, _)] = _grade_chunk([(single.rows[0]["report"], job)], str(tmp_path / "chunked"))
+    assert row["seconds"] == first["metadata"]["duration_seconds"]  # read back, not regraded

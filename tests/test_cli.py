@@ -170,3 +170,33 @@ def test_explain_answers_every_question_bank_item_a_report_cites() -> None:
     text = run_cli("check", str(SUBMISSIONS / "attention" / "scale_by_dk.py")).stdout
     first = report["misconceptions"][0]["question_bank"][0]
     assert f"attention-grader explain {first}" in " ".join(text.split())
+
+
+def test_a_shard_out_of_range_and_a_merge_of_unfinished_shards_are_usage_errors(
+        tmp_path: Path) -> None:
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "ann.py").write_text(CORRECT.read_text())
+    bad = run_cli("batch", str(tmp_path / "class"), "-a", "attention", "--out",
+                  str(tmp_path / "out"), "--shard", "4/3")
+    assert bad.returncode == 2 and "between 1 and N" in bad.stderr
+    (tmp_path / "empty").mkdir()
+    unfinished = run_cli("merge", str(tmp_path / "empty"), "--out", str(tmp_path / "merged"))
+    assert unfinished.returncode == 2 and "not a finished shard" in unfinished.stderr
+
+
+def test_batch_shards_and_merge_on_the_command_line(tmp_path: Path) -> None:
+    (tmp_path / "class").mkdir()
+    for name in ("ann", "bob", "cat", "dan"):
+        (tmp_path / "class" / f"{name}.py").write_text(
+            (CORRECT if name in ("ann", "cat") else BUGGY).read_text())
+    for k in (1, 2):
+        done = run_cli("batch", str(tmp_path / "class"), "-a", "attention", "--out",
+                       str(tmp_path / f"s{k}"), "--shard", f"{k}/2")
+        assert done.returncode == 0, done.stderr
+    merged = run_cli("merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out",
+                     str(tmp_path / "all"))
+    assert merged.returncode == 0, merged.stderr
+    assert "merged 2 shards, 4 submissions" in merged.stdout
+    rows = json.loads((tmp_path / "all" / "summary.json").read_text())
+    assert [r["student"] for r in rows] == ["ann", "bob", "cat", "dan"]
+    assert [r["score"] for r in rows][0] == 10

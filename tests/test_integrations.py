@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -30,6 +31,7 @@ from grader.registry import rubric
 from grader.starter import ACTION_REFERENCE, kit_files
 
 from .conftest import SUBMISSIONS, run_cli
+from .platform_contracts import PLATFORM_CONTRACTS
 
 pytestmark = pytest.mark.e2e  # starts child processes: the slow tier
 
@@ -53,14 +55,6 @@ def contract(name: str) -> dict[str, Any]:
 
 def _base64_json(output: str) -> Any:
     return json.loads(base64.b64decode(output))
-
-
-#: each platform's result: the schema of what the platform documents (in tests/contracts/), and
-#: how to read the result from the format's output
-PLATFORM_CONTRACTS: dict[str, tuple[str, Any]] = {
-    "gradescope": ("gradescope_results.schema.json", json.loads),
-    "github": ("classroom_result.schema.json", _base64_json),
-}
 
 
 def grade_json(path: Path, *extra: str) -> dict[str, Any]:
@@ -101,9 +95,13 @@ def test_every_platform_has_a_contract() -> None:
 @pytest.mark.parametrize("platform", [platform.name for platform in PLATFORMS])
 def test_every_platform_result_follows_its_contract(platform: str,
                                                     reports: list[dict[str, Any]]) -> None:
-    schema_name, read = PLATFORM_CONTRACTS[platform]
+    schema, read, fraction = PLATFORM_CONTRACTS[platform]
     for report in reports:
-        jsonschema.validate(read(RENDERERS[platform](report)), contract(schema_name))
+        result = read(RENDERERS[platform](report))
+        jsonschema.validate(result, contract(schema))
+        # the same fraction of the points as the JSON report
+        expected = Fraction(repr(report["score"])) / Fraction(repr(report["max_score"]))
+        assert fraction(result, report["max_score"]) == expected, platform
 
 
 # --- Gradescope -------------------------------------------------------------------------------
@@ -591,3 +589,84 @@ def test_notebook_check_needs_nothing_unix_only() -> None:
                           timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[-1] == "10.0"
+
+
+# --- the platforms' entry points, as each platform runs them ------------------------------------
+
+def _module(name: str, *args: str, **options: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", f"grader.platforms.{name}", *args],
+                          capture_output=True, text=True, timeout=120, **options)
+
+
+def _expected_fraction(path: Path, seed: int) -> Fraction:
+    report = grade_json(path, "--seed", str(seed))
+    return Fraction(repr(report["score"])) / Fraction(repr(report["max_score"]))
+
+
+def test_prairielearn_job_grades_the_students_files(tmp_path: Path) -> None:
+    root = tmp_path / "grade"
+    (root / "tests").mkdir(parents=True)
+    (root / "student").mkdir()
+    (root / "tests" / "attention-grader.json").write_text('{"assignment": "attention", '
+                                                          '"seed": 4242}')
+    for source, gradable in ((BUGGY, True), (CORRECT, True), (None, False)):
+        if source is not None:
+            (root / "student" / "attention.py").write_text(source.read_text())
+        else:
+            (root / "student" / "attention.py").write_text("def broken(:\n")
+        done = _module("prairielearn", "--root", str(root))
+        assert done.returncode == 0, done.stderr
+        results = json.loads((root / "results" / "results.json").read_text())
+        jsonschema.validate(results, contract("prairielearn_results.schema.json"))
+        assert results["gradable"] is gradable
+        if source is not None:
+            assert Fraction(repr(results["score"])) == _expected_fraction(source, 4242)
+
+
+def test_autolab_lab_grades_the_handin_with_make(tmp_path: Path) -> None:
+    deploy = ROOT / "deploy" / "autolab"
+    lab = tmp_path / "lab"
+    lab.mkdir()
+    shutil.copy(deploy / "Makefile", lab / "Makefile")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    built = subprocess.run(["make", "-s", "SEED=99"], cwd=lab, capture_output=True, text=True,
+                           env=env)
+    assert built.returncode == 0, built.stderr
+    box = tmp_path / "box"  # what Autolab's autograding instance holds
+    box.mkdir()
+    shutil.copy(lab / "autograde.tar", box)
+    shutil.copy(deploy / "autograde-Makefile", box / "Makefile")
+    (box / "attention.py").write_text(BUGGY.read_text())
+    done = subprocess.run(["make", "-s"], cwd=box, capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    read = PLATFORM_CONTRACTS["autolab"].read(done.stdout)
+    jsonschema.validate(read, contract("autolab_autoresult.schema.json"))
+    expected = grade_json(BUGGY, "--seed", "99")
+    assert sum(read["autoresult"]["scores"].values()) == pytest.approx(expected["score"])
+
+
+def test_coursera_grader_writes_feedback_for_the_part(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    (shared / "submission").mkdir(parents=True)
+    (shared / "submission" / "attention.py").write_text(BUGGY.read_text())
+    settings = tmp_path / "settings.json"
+    settings.write_text('{"parts": {"Xy12": "attention"}, "seed": 77}')
+    done = _module("coursera", "--shared", str(shared), "--settings", str(settings),
+                   env={**os.environ, "partId": "Xy12"})
+    assert done.returncode == 0, done.stderr
+    feedback = json.loads((shared / "feedback.json").read_text())
+    jsonschema.validate(feedback, contract("coursera_feedback.schema.json"))
+    assert Fraction(repr(feedback["fractionalScore"])) == _expected_fraction(BUGGY, 77)
+
+
+def test_codegrade_points_go_to_the_structured_output(tmp_path: Path) -> None:
+    structured = tmp_path / "fd3"
+    done = subprocess.run(["bash", "-c", '"$0" -m grader.platforms.codegrade "$1" 3>"$2"',
+                           sys.executable, str(BUGGY), str(structured)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    points = json.loads(structured.read_text())
+    jsonschema.validate(points, contract("codegrade_points.schema.json"))
+    assert Fraction(points["points"]) == _expected_fraction(BUGGY, 0)
+    assert '"tag"' not in done.stdout and "Score:" in done.stdout  # the feedback on stdout

@@ -6,15 +6,30 @@ from __future__ import annotations
 import copy
 import json
 import sys
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from grader.core.report import validate
-from grader.platforms import FORMATS, PLATFORMS, RENDERERS, gradescope
+from grader.platforms import (
+    FORMATS,
+    PLATFORMS,
+    RENDERERS,
+    autolab,
+    codegrade,
+    coderunner,
+    gradescope,
+    junit,
+    prairielearn,
+)
+from grader.render.outcome import problems
 from grader.render.verdict import unexplained
 from grader.render.visible import HIDDEN_DETAIL, LOADING_ERRORS, student_view
+
+from .platform_contracts import PLATFORM_CONTRACTS, contract, xml_tree
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -111,3 +126,153 @@ def test_an_installed_grader_bundles_the_requirements_it_was_installed_with(
 
     assert [spelled(r) for r in gradescope.requirements()] == [
         spelled(r) for r in _pyproject()["project"]["dependencies"]]
+
+
+# --- every platform's result, from reports of the example class (no submission runs) ----------
+
+#: a correct submission, buggy ones (one with errors that cost marks), one that ran and failed,
+#: one that does not parse
+CLASS_REPORTS = ("amara", "dara", "jonas", "milo", "nadia")
+
+
+def _exact(value: float) -> Fraction:
+    return Fraction(repr(float(value)))
+
+
+@pytest.mark.parametrize("platform", [platform.name for platform in PLATFORMS])
+@pytest.mark.parametrize("student", CLASS_REPORTS)
+@pytest.mark.parametrize("hidden", [False, True])
+def test_every_platform_follows_its_contract_with_the_fraction_of_the_report(
+        platform: str, student: str, hidden: bool) -> None:
+    report = _report(student)
+    report = _on_hidden_probes(report) if hidden else report
+    schema, read, fraction = PLATFORM_CONTRACTS[platform]
+    result = read(RENDERERS[platform](report))
+    jsonschema.validate(result, contract(schema))
+    assert fraction(result, report["max_score"]) == _exact(report["score"]) / _exact(
+        report["max_score"])
+
+
+def test_every_platform_has_a_contract_and_a_test_here() -> None:
+    assert {platform.name for platform in PLATFORMS} == set(PLATFORM_CONTRACTS)
+    assert {"prairielearn", "autolab", "coderunner", "codegrade", "coursera",
+            "junit"} <= set(FORMATS)
+
+
+def test_prairielearn_charges_no_attempt_for_what_is_no_attempt() -> None:
+    unparsable = json.loads(prairielearn.render(_report("nadia")))  # syntax error
+    assert unparsable["gradable"] is False and "score" not in unparsable
+    assert unparsable["format_errors"][0].startswith("syntax-error: ")
+    failed = json.loads(prairielearn.render(_report("milo")))  # it ran, and raised
+    assert failed["gradable"] is True and failed["score"] == 0
+    assert failed["tests"][-1]["name"] == "submission could be graded"
+    buggy = json.loads(prairielearn.render(_report("dara")))
+    assert [t["name"] for t in buggy["tests"]] == [c["id"] for c in _report("dara")["checks"]]
+    assert sum(t["points"] for t in buggy["tests"]) == pytest.approx(_report("dara")["score"])
+
+
+def test_autolab_scores_every_problem_of_the_rubric_and_sums_to_the_score() -> None:
+    from grader.registry import rubric
+
+    names = [item["id"] for item in rubric("attention")["checks"]]
+    for student in ("amara", "dara", "nadia"):
+        report = _report(student)
+        output = autolab.render(report)
+        scores = autolab.autoresult(output)["scores"]
+        assert list(scores) == names
+        assert sum(scores.values()) == pytest.approx(report["score"])
+        lines = output.rstrip("\n").splitlines()
+        assert json.loads(lines[-2])["_presentation"] == "semantic"  # the line before the last
+
+
+def test_a_multi_part_report_scores_by_part_on_a_platform_that_scores_by_problem() -> None:
+    report = copy.deepcopy(_report("dara"))
+    report["parts"] = [
+        {"assignment": "softmax", "function": "softmax", "score": 2.0, "max_score": 4.0,
+         "misconceptions": [], "checks": [], "errors": []},
+        {"assignment": "attention", "function": "scaled_dot_product_attention", "score": 1.7,
+         "max_score": 6.0, "misconceptions": [], "checks": [], "errors": []}]
+    for check in report["checks"]:
+        check["part"] = "attention"
+    first = report["checks"][0]  # one ID in two parts, the points split between them
+    first.update(points=first["points"] / 2, max_points=first["max_points"] / 2)
+    report["checks"].append({**first, "part": "softmax"})
+    assert autolab.scores(report) == {"softmax": 2, "attention": 1.7}
+    assert [p.name for p in problems(report)] == ["softmax", "attention"]
+    for platform in PLATFORMS:  # every platform still reads it, with the same fraction
+        schema, read, fraction = PLATFORM_CONTRACTS[platform.name]
+        result = read(platform.render(report))
+        jsonschema.validate(result, contract(schema))
+        assert fraction(result, report["max_score"]) == _exact(report["score"]) / 10
+    semantic = json.loads(autolab.render(report).rstrip("\n").splitlines()[-2])["Checks"]
+    assert {"softmax: returns-arrays", "attention: returns-arrays"} <= set(semantic)
+    names = [t["name"] for t in json.loads(prairielearn.render(report))["tests"]]
+    assert len(names) == len(set(names))
+
+
+def test_codegrade_points_are_the_exact_fraction() -> None:
+    assert codegrade.points(codegrade.render(_report("dara"))) == {"tag": "points",
+                                                                   "points": "37/100"}
+    assert codegrade.points(codegrade.render(_report("amara")))["points"] == "1/1"
+    assert codegrade.points(codegrade.render(_report("nadia")))["points"] == "0/1"
+
+
+def test_coderunner_hides_the_rows_of_hidden_checks_from_students() -> None:
+    report = _on_hidden_probes(_report("dara"))
+    outcome = json.loads(coderunner.render(report))
+    header = outcome["testresults"][0]
+    assert header[0] == "iscorrect" and "ishidden" in header
+    assert len(outcome["columnformats"]) == len(header) - 2
+    hidden = [row for row in outcome["testresults"][1:] if row[header.index("ishidden")]]
+    assert any(not row[0] for row in hidden)
+    shown = " ".join(page.text for page in coderunner.student_pages(coderunner.render(report)))
+    for row in hidden:
+        if not row[0]:
+            assert row[3] not in shown  # staff read it; students do not
+
+
+def test_junit_carries_characters_xml_cannot_and_student_markup_as_text() -> None:
+    report = copy.deepcopy(_report("dara"))
+    failed = next(c for c in report["checks"] if not c["passed"])
+    failed["message"] = "bad \x00\x1b[31m <b>bold</b> ]]> & \ud800 end"
+    output = junit.render(report)
+    read = xml_tree(output)  # parses: nothing XML cannot hold is left
+    jsonschema.validate(read, contract("junit_results.schema.json"))
+    assert "<b>bold</b> ]]> &" in " ".join(p.text for p in junit.student_pages(output))
+
+
+# --- the recipes in deploy/ --------------------------------------------------------------------
+
+DEPLOY = ROOT / "deploy"
+
+
+def test_the_prairielearn_question_runs_the_entry_point_within_prairielearns_limits() -> None:
+    options = json.loads((DEPLOY / "prairielearn" / "info.json").read_text())[
+        "externalGradingOptions"]
+    assert options["enabled"] and options["entrypoint"][1:] == ["-m",
+                                                                "grader.platforms.prairielearn"]
+    assert options["timeout"] <= prairielearn.DEFAULT_TIMEOUT_SECONDS
+    limits = prairielearn.GRADER_LIMITS
+    assert limits["total_seconds"] < options["timeout"]
+    assert limits["memory_mb"] < prairielearn.DEFAULT_MEMORY_MB
+    assert "grader.platforms.prairielearn" in (DEPLOY / "prairielearn" / "Dockerfile").read_text()
+    settings = json.loads((DEPLOY / "prairielearn" / "attention-grader.json").read_text())
+    assert settings["assignment"] == "attention" and isinstance(settings["seed"], int)
+
+
+def test_the_cluster_recipes_grade_each_shard_into_its_own_folder() -> None:
+    import subprocess
+
+    import yaml
+
+    job = yaml.safe_load((DEPLOY / "kubernetes" / "grade-class.yaml").read_text())
+    spec = job["spec"]
+    assert spec["completionMode"] == "Indexed" and spec["completions"] == spec["parallelism"]
+    command = " ".join(spec["template"]["spec"]["containers"][0]["command"])
+    count = spec["completions"]
+    assert f"--shard $K/{count}" in command and "--out /class/shards/$K" in command
+    sbatch = DEPLOY / "slurm" / "grade-class.sbatch"
+    assert subprocess.run(["bash", "-n", str(sbatch)]).returncode == 0
+    text = sbatch.read_text()
+    assert '--shard "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT"' in text
+    assert "attention-grader merge" in text

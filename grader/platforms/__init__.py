@@ -3,7 +3,8 @@
 A platform is one module here that owns everything about it: its result format (a ``FORMAT``:
 name, renderer, what a student reads of it, whether it keeps hidden tests secret), how the
 grader runs there, and what it reads back (Gradescope: ``gradescope.py``; GitHub Classroom and
-workflows: ``github.py``). What a student may see under hidden tests is decided once, in
+workflows: ``github.py``; PrairieLearn, Autolab, Moodle CodeRunner, CodeGrade, Coursera and JUnit XML
+for CI, one module each). What a student may see under hidden tests is decided once, in
 ``grader.render.visible``.
 
 ``FORMATS`` is read by the command line (its ``--format`` choices) and by the tests of what
@@ -13,11 +14,22 @@ everywhere at once.
 
 from __future__ import annotations
 
-from grader.platforms import github, gradescope
+from grader.platforms import (
+    autolab,
+    codegrade,
+    coderunner,
+    coursera,
+    github,
+    gradescope,
+    junit,
+    prairielearn,
+)
 from grader.render.formats import HTML, JSON, MARKDOWN, TEXT, Format, Renderer
 
 #: the platforms' formats, then every format in the order ``--help`` lists them
-PLATFORMS: tuple[Format, ...] = (gradescope.FORMAT, github.FORMAT)
+PLATFORMS: tuple[Format, ...] = (gradescope.FORMAT, github.FORMAT, prairielearn.FORMAT,
+                                 autolab.FORMAT, coderunner.FORMAT, codegrade.FORMAT,
+                                 coursera.FORMAT, junit.FORMAT)
 FORMATS: dict[str, Format] = {f.name: f for f in (JSON, TEXT, *PLATFORMS, MARKDOWN, HTML)}
 RENDERERS: dict[str, Renderer] = {name: f.render for name, f in FORMATS.items()}
 
