@@ -188,15 +188,18 @@ def test_autolab_scores_every_problem_of_the_rubric_and_sums_to_the_score() -> N
 def test_a_multi_part_report_scores_by_part_on_a_platform_that_scores_by_problem() -> None:
     report = copy.deepcopy(_report("dara"))
     report["parts"] = [
-        {"assignment": "softmax", "function": "softmax", "score": 2.0, "max_score": 4.0,
-         "misconceptions": [], "checks": [], "errors": []},
-        {"assignment": "attention", "function": "scaled_dot_product_attention", "score": 1.7,
-         "max_score": 6.0, "misconceptions": [], "checks": [], "errors": []}]
+        {"assignment": "softmax", "function": "softmax", "status": "graded", "score": 2.0,
+         "max_score": 4.0, "misconceptions": [], "checks": [], "errors": []},
+        {"assignment": "attention", "function": "scaled_dot_product_attention",
+         "status": "graded", "score": 1.7, "max_score": 6.0, "misconceptions": [],
+         "checks": [], "errors": []}]
     for check in report["checks"]:
         check["part"] = "attention"
     first = report["checks"][0]  # one ID in two parts, the points split between them
     first.update(points=first["points"] / 2, max_points=first["max_points"] / 2)
     report["checks"].append({**first, "part": "softmax"})
+    for part in report["parts"]:  # (as a graded report holds them: each part's own too)
+        part["checks"] = [c for c in report["checks"] if c["part"] == part["assignment"]]
     assert autolab.scores(report) == {"softmax": 2, "attention": 1.7}
     assert [p.name for p in problems(report)] == ["softmax", "attention"]
     for platform in PLATFORMS:  # every platform still reads it, with the same fraction
