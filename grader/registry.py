@@ -11,6 +11,7 @@ Adding an assignment whose task exists = adding its folder. Nothing else is edit
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass
 from functools import cache
@@ -548,19 +549,38 @@ def _from_folder(path: str) -> AssignmentInfo:
     return _read(Path(path))
 
 
+def written_as_path(reference: str) -> bool:
+    """Whether ``reference`` is written as a path: a separator in it, or ``.`` or ``~`` first.
+    Such a reference names a folder, never a shipped assignment (no shipped ID has one), so a
+    course's ``my-course/attention`` is never taken for the built-in ``attention``."""
+    return "/" in reference or os.sep in reference or reference.startswith((".", "~"))
+
+
 def is_folder(reference: str) -> bool:
-    return (Path(reference) / INTERFACE_FILE).is_file()
+    return (Path(reference).expanduser() / INTERFACE_FILE).is_file()
 
 
 def get(reference: str) -> AssignmentInfo:
-    """The assignment with this ID, or in this folder (a course's own, outside the package);
-    ``KeyError`` naming the known IDs when there is none."""
+    """The assignment ``reference`` names: written as a path, the course's folder there; a bare
+    name, the shipped assignment with that ID, else a folder of that name in the working
+    directory. ``KeyError`` naming the known IDs when there is none."""
     known = shipped()
-    if reference in known:
+    if not written_as_path(reference) and reference in known:
         return known[reference]
     if is_folder(reference):
-        return _from_folder(str(Path(reference).resolve()))
+        return _from_folder(str(Path(reference).expanduser().resolve()))
     raise KeyError(unknown_assignment(reference))
+
+
+def is_shipped(info: AssignmentInfo) -> bool:
+    """Whether ``info`` is a shipped assignment (its ID names it), not a course's folder (which
+    only its path names: its ID may be a shipped one's)."""
+    return shipped().get(info.id) is info
+
+
+def reference_of(info: AssignmentInfo) -> str:
+    """What names ``info`` again for ``get``: its ID if it ships, else its folder's path."""
+    return info.id if is_shipped(info) else str(info.folder)
 
 
 def unknown_assignment(reference: str) -> str:
@@ -575,7 +595,7 @@ def unknown_assignment(reference: str) -> str:
 
 
 def exists(reference: str) -> bool:
-    return reference in shipped() or is_folder(reference)
+    return (not written_as_path(reference) and reference in shipped()) or is_folder(reference)
 
 
 def inference_order() -> tuple[AssignmentInfo, ...]:

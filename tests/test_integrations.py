@@ -183,6 +183,31 @@ def test_autograder_zip_grades_like_the_cli(tmp_path: Path) -> None:
     assert (root / "source" / "autograder.json").stat().st_mode & 0o077 == 0
 
 
+@pytest.mark.parametrize("name", ["my-course/attention", "course/rope"])
+def test_a_course_folder_named_like_a_built_in_is_graded_as_itself_in_the_bundle(
+        tmp_path: Path, name: str) -> None:
+    """The README's own `my-course/attention` (its ID the folder's name, `attention`) was
+    replaced by the built-in inside the zip: correct code scored 10/10 locally and 0/10 there."""
+    from tests.test_platforms import _course_folder
+
+    source = "rope" if name.endswith("rope") else "attention"
+    function = {"attention": "scaled_dot_product_attention", "rope": "rope"}[source]
+    folder = _course_folder(tmp_path / name, source=source, function="course_" + function,
+                            signature=f"course_{function}(...)")
+    fixture = SUBMISSIONS / source / ("correct_matmul.py" if source == "attention" else
+                                      "correct_slices.py")
+    work = tmp_path / "work.py"
+    work.write_text(fixture.read_text().replace(f"def {function}(", f"def course_{function}("))
+    local = grade_json(work, "--assignment", str(folder), "--seed", "5")
+    assert local["score"] == local["max_score"] == rubric(str(folder))["max_score"]
+    zip_path = tmp_path / "autograder.zip"
+    built = run_cli("gradescope-zip", str(folder), "--output", str(zip_path), "--seed", "5")
+    assert built.returncode == 0, built.stderr
+    root = _autograder_root(tmp_path, zip_path)
+    (root / "submission" / "work.py").write_text(work.read_text())
+    assert _run_autograder(root)["score"] == local["score"]
+
+
 @pytest.mark.parametrize("preset,framework", [("cs231n-multi-head-attention", "torch"),
                                               ("coursera-dls-attention", "tensorflow"),
                                               ("attention", None)])

@@ -111,3 +111,46 @@ def test_an_installed_grader_bundles_the_requirements_it_was_installed_with(
 
     assert [spelled(r) for r in gradescope.requirements()] == [
         spelled(r) for r in _pyproject()["project"]["dependencies"]]
+
+
+# --- a course's own folder, never a built-in ---------------------------------------------------
+
+def _course_folder(folder: Path, source: str = "attention", **changes: str) -> Path:
+    """A course's folder made as `new-assignment` makes it (its ID is the folder's name), with
+    top-level keys changed."""
+    from grader import registry
+
+    folder.mkdir(parents=True)
+    text = (registry.get(source).folder / registry.INTERFACE_FILE).read_text()
+    data = tomllib.loads(text)
+    lines = [f'id = "{folder.name}"', 'kind = "course"']
+    for key, value in {**changes}.items():
+        lines.append(f"{key} = {json.dumps(value)}")
+    body = "\n".join(line for line in text.splitlines()
+                     if line.split("=")[0].strip() not in {"id", "kind", *changes})
+    body = body.split("[canonical]")[0]
+    (folder / registry.INTERFACE_FILE).write_text("\n".join(lines) + "\n" + body)
+    assert data["id"] == source
+    return folder
+
+
+def test_a_path_names_a_course_folder_and_a_bare_name_a_shipped_assignment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rule (README, CONTRACT.md section 3): written as a path (a separator in it, or `.` or
+    `~` first), a reference is a folder, whatever its name; a bare name is a shipped ID first."""
+    from grader import registry
+
+    monkeypatch.chdir(tmp_path)
+    _course_folder(tmp_path / "attention", function="attend",
+                   signature="attend(Q, K, V, mask=None)")
+    _course_folder(tmp_path / "course" / "rope", source="rope", function="rotate",
+                   signature="rotate(x, positions=None, theta=10000.0)")
+    assert registry.get("attention").function == "scaled_dot_product_attention"
+    for written in ("./attention", str(tmp_path / "attention"), "attention/"):
+        assert registry.get(written).function == "attend"
+        assert not registry.is_shipped(registry.get(written))
+    assert registry.get("course/rope").function == "rotate"
+    assert registry.is_shipped(registry.get("rope"))
+    with pytest.raises(KeyError):
+        registry.get("./rope")  # a path that holds no assignment is no ID either
+    assert not registry.exists("./rope")

@@ -7,7 +7,8 @@
 - ``build_zip``: ``autograder.zip``, holding ``setup.sh`` and ``run_autograder`` at its root, the
   grader itself (so setup never depends on an unpublished package; its requirements are the
   project's own) and ``autograder.json`` (assignment, secret seed, visibility of the hidden
-  probes' tests).
+  probes' tests); a course's own assignment folder goes beside them, ``course-assignment/``,
+  and is graded by its path (its ID may be a built-in's).
 - ``run``: ``run_autograder`` calls ``python -m grader.platforms.gradescope run``, which grades
   what is in ``<root>/submission`` and always writes ``<root>/results/results.json``; if even
   Python fails, the shell script writes a zero-score results file that says so.
@@ -103,6 +104,9 @@ FORMAT = Format("gradescope", render, student_pages, keeps_hidden_tests_secret=T
 
 CONFIG_NAME = "autograder.json"
 BUNDLE_DIR = "attention-grader"
+#: where the zip carries a course's own assignment folder (beside the grader, never among the
+#: shipped assignments, whose IDs it may share)
+COURSE_DIR = "course-assignment"
 
 SETUP_SH = """\
 #!/usr/bin/env bash
@@ -215,22 +219,32 @@ def _copy_package(name: str, destination: Path) -> None:
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "_assignments"))
 
 
-def write_bundle(destination: Path, extra: registry.AssignmentInfo | None = None) -> None:
+def write_bundle(destination: Path) -> None:
     """An installable copy of the grader in ``destination`` (pip install DESTINATION works),
-    with every shipped assignment and, when given, a course's own (``extra``)."""
+    with every shipped assignment (a course's own folder goes beside it, ``COURSE_DIR``)."""
     destination.mkdir(parents=True, exist_ok=True)
     _copy_package("grader", destination)
     _copy_package("reference", destination)
-    for info in [*registry.shipped().values(), *([extra] if extra else [])]:
-        target = destination / "assignments" / info.id
-        target.mkdir(parents=True, exist_ok=True)
-        for name in (registry.INTERFACE_FILE, registry.RUBRIC_FILE):
-            if name == registry.RUBRIC_FILE:  # (a course folder may use its task's rubric)
-                (target / name).write_text(json.dumps(registry.rubric_of(info), indent=2))
-            else:
-                (target / name).write_text((info.folder / name).read_text(encoding="utf-8"))
+    for info in registry.shipped().values():
+        _write_assignment(info, destination / "assignments" / info.id)
     (destination / "assignments" / "__init__.py").write_text("")
     (destination / "pyproject.toml").write_text(_project_toml(destination))
+
+
+def _write_assignment(info: registry.AssignmentInfo, target: Path) -> None:
+    """An assignment's folder: its ``assignment.toml`` and its rubric (a course folder may use
+    its task's, written out here)."""
+    target.mkdir(parents=True, exist_ok=True)
+    (target / registry.INTERFACE_FILE).write_text(
+        (info.folder / registry.INTERFACE_FILE).read_text(encoding="utf-8"))
+    (target / registry.RUBRIC_FILE).write_text(json.dumps(registry.rubric_of(info), indent=2))
+
+
+def assignment_of(config: dict[str, Any], source: Path) -> str:
+    """The assignment the configuration grades: a shipped ID, or the course's folder the zip
+    carries (``source/COURSE_DIR``), by its path: its ID may be a built-in's."""
+    folder = config.get("assignment_folder")
+    return str((source / folder).resolve()) if folder else str(config["assignment"])
 
 
 def build_zip(assignment: str, output: Path, *, seed: int | None = None,
@@ -244,7 +258,9 @@ def build_zip(assignment: str, output: Path, *, seed: int | None = None,
     if not registry.exists(assignment):
         raise ValueError(registry.unknown_assignment(assignment))
     info = registry.get(assignment)
-    extra = None if info.id in registry.shipped() else info
+    # a course's folder travels beside the package, named by its path: inside it, under its
+    # ID, `my-course/attention` was the built-in `attention`, and correct code scored 0
+    course = None if registry.is_shipped(info) else info
     if hidden_visibility not in VISIBILITIES:
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}")
     # the framework the course's code is written in is installed with the grader (a torch
@@ -256,11 +272,15 @@ def build_zip(assignment: str, output: Path, *, seed: int | None = None,
         "hidden_visibility": hidden_visibility,
         "packages": list(packages),
     }
+    if course is not None:
+        config["assignment_folder"] = COURSE_DIR
     setup = SETUP_SH + (EXTRA_PACKAGES.format(packages=" ".join(shlex.quote(p) for p in packages))
                         if packages else "")
     with tempfile.TemporaryDirectory() as scratch:
         bundle = Path(scratch) / BUNDLE_DIR
-        write_bundle(bundle, extra)
+        write_bundle(bundle)
+        if course is not None:
+            _write_assignment(course, Path(scratch) / COURSE_DIR)
         output.parent.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(output, "w", zipfile.ZIP_DEFLATED) as archive:
             for name, text in (("setup.sh", setup), ("run_autograder", RUN_AUTOGRADER)):
@@ -268,9 +288,9 @@ def build_zip(assignment: str, output: Path, *, seed: int | None = None,
                 entry.external_attr = 0o755 << 16
                 archive.writestr(entry, text)
             archive.writestr(CONFIG_NAME, json.dumps(config, indent=2) + "\n")
-            for path in sorted(bundle.rglob("*")):
+            for path in sorted(Path(scratch).rglob("*")):
                 if path.is_file():
-                    archive.write(path, f"{BUNDLE_DIR}/{path.relative_to(bundle)}")
+                    archive.write(path, str(path.relative_to(scratch)))
     return config
 
 
@@ -286,8 +306,9 @@ def _no_submission_results(folder: Path) -> dict[str, Any]:
     }
 
 
-def run(root: Path, config: dict[str, Any]) -> Path:
-    """Grade ``root/submission`` as configured; write and return ``root/results/results.json``."""
+def run(root: Path, config: dict[str, Any], source: Path | None = None) -> Path:
+    """Grade ``root/submission`` as configured (the zip unpacked in ``source``, by default
+    ``root/source``); write and return ``root/results/results.json``."""
     from grader.files import write_atomically
     from grader.load import candidates
     from grader.pipeline import grade_best_of
@@ -299,7 +320,8 @@ def run(root: Path, config: dict[str, Any]) -> Path:
         write_atomically(results_path, json.dumps(_no_submission_results(folder), indent=2))
         return results_path
     # several files (a notebook and a .py, say): each is graded and the best one counts
-    report = grade_best_of(files, assignment=config["assignment"],
+    assignment = assignment_of(config, source or root / "source")
+    report = grade_best_of(files, assignment=assignment,
                            seed=int(config.get("seed", 0)))
     text = render(report, hidden_visibility=config.get("hidden_visibility", DEFAULT_VISIBILITY))
     # written here, after the submission's processes are gone, replacing whatever it may have
@@ -317,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
     config_path = arguments.config or arguments.root / "source" / CONFIG_NAME
     config = json.loads(config_path.read_text())
-    print(f"results: {run(arguments.root, config)}", file=sys.stderr)
+    print(f"results: {run(arguments.root, config, config_path.parent)}", file=sys.stderr)
     return 0
 
 
