@@ -154,3 +154,34 @@ def test_a_path_names_a_course_folder_and_a_bare_name_a_shipped_assignment(
     with pytest.raises(KeyError):
         registry.get("./rope")  # a path that holds no assignment is no ID either
     assert not registry.exists("./rope")
+
+
+@pytest.mark.parametrize("kind", ["preset", "course"])
+def test_a_course_kit_names_its_own_assignment_everywhere(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    """Without its assignment, a course's code is graded as the built-in (a CS336 student was
+    told to rename their function to ours): the check command, the notebook's cell, the pytest
+    line and the workflow of a course's kit all name it, a course folder by the copy the kit
+    carries."""
+    from grader.starter import kit_files
+
+    monkeypatch.chdir(tmp_path)
+    if kind == "preset":
+        reference = named = "cs336-rope"
+    else:
+        _course_folder(tmp_path / "course" / "rope", source="rope", function="rotate",
+                       signature="rotate(x, positions=None, theta=10000.0)")
+        reference, named = "course/rope", "./course-assignment"
+    files = kit_files(reference)
+    stem = "cs336-rope" if kind == "preset" else "rope"
+    readme, notebook = files["README.md"], files[f"{stem}.ipynb"]
+    assert f"attention-grader check {stem}.ipynb --assignment {named}" in readme
+    assert f"pytest --attention-submission {stem}.ipynb --attention-assignment {named}" in readme
+    assert f"assignment={named!r})" in readme
+    assert f"assignment={named!r})" in notebook
+    assert f"--assignment {named}" in files[f"{stem}.py"]
+    workflow = files[".github/workflows/classroom.yml"]
+    assert f"assignment: {named}\n" in workflow and f"submission: {stem}.ipynb\n" in workflow
+    if kind == "course":
+        assert 'function = "rotate"' in files["course-assignment/assignment.toml"]
+        assert json.loads(files["course-assignment/rubric.json"])["max_score"] == 10
