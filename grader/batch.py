@@ -296,6 +296,8 @@ def _up_to_date(path: Path, key: dict[str, Any]) -> dict[str, Any] | None:
 
 def _row(entry: Entry, name: str, report: dict[str, Any]) -> dict[str, Any]:
     meta = report.get("metadata", {})
+    # the checks the course's interface left out: never run, so neither passed nor failed
+    not_probed = {"not_probed": meta["not_probed"]} if meta.get("not_probed") else {}
     return {
         "student": entry.student,
         "submission": meta.get("submission_path") or (printable_name(str(entry.files[0])) if entry.files
@@ -308,6 +310,7 @@ def _row(entry: Entry, name: str, report: dict[str, Any]) -> dict[str, Any]:
         "errors": [e["kind"] for e in report["errors"]],
         "failed_checks": [c["id"] for c in report["checks"] if not c["passed"]],
         "seconds": meta.get("duration_seconds", 0.0),
+        **not_probed,
     }
 
 

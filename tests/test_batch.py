@@ -531,3 +531,51 @@ def test_an_answer_left_on_a_shared_server_is_never_taken_for_another(tmp_path: 
         forked.close()
     finally:
         shared.close()
+
+
+# --- the class report, for a course -----------------------------------------------------------
+
+def _example_report(student: str) -> dict[str, Any]:
+    reports = Path(__file__).parents[1] / "assignments" / "attention" / "example_class" / "reports"
+    return json.loads((reports / f"{student}.json").read_text())
+
+
+def test_the_class_report_shows_checks_left_out_as_not_run(tmp_path: Path) -> None:
+    """A check the course's interface left out (``metadata.not_probed``) was shown passed by
+    every student, at 100%."""
+    from grader.batch import _row, write_summaries
+
+    rows = []
+    for student in ("amara", "bruno"):
+        report = _example_report(student)
+        report["checks"] = [c for c in report["checks"] if c["id"] != "values-masked"]
+        report["metadata"]["not_probed"] = [
+            {"check": "values-masked", "why": "your interface takes valid lengths"}]
+        rows.append(_row(Entry(student, ()), f"{student}.json", report))
+    write_summaries(rows, tmp_path, "attention")
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| `values-masked` | reference | not run |" in summary
+    assert "your interface takes valid lengths" in summary
+    page = (tmp_path / "report.html").read_text()
+    assert "values-masked" in page.split("Not run")[1]
+    assert "| `returns-arrays` | interface | 100% |" in summary
+
+
+def test_the_class_report_speaks_the_courses_conventions(tmp_path: Path) -> None:
+    """In a True-blocks course, the class report said "True means may attend" (the contract's
+    wording) and showed the explanation's code spans as literal backticks."""
+    from grader.class_report import class_statistics, html, markdown
+    from reference.catalogue import BY_ID, wording
+
+    row = {"student": "ann", "submission": "a.py", "report": "ann.json", "status": "graded",
+           "score": 5.0, "max_score": 10.0, "misconceptions": ["mask-inverted"], "errors": [],
+           "failed_checks": [], "seconds": 0.1}
+    stats = class_statistics([row], "pytorch-mha-convention")
+    told = wording("mask-inverted", frozenset({"mask:block"}))
+    item = stats["misconceptions"][0]
+    assert item["explanation"] == told.explanation != BY_ID["mask-inverted"].explanation
+    assert item["title"] == told.title
+    assert "`" in told.explanation
+    page = html(stats)
+    assert "`" not in page.split("<h2>Misconceptions</h2>")[1] and "<code>" in page
+    assert told.explanation.split("`")[0].strip() in markdown(stats)
