@@ -12,6 +12,7 @@ import json
 import re
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from grader import registry
 from grader.core.assignments import Assignment, get
@@ -178,10 +179,28 @@ jobs:
 """
 
 
+def _graded_checks(spec: Assignment) -> tuple[list[dict[str, Any]], str]:
+    """The rubric's checks the course's interface lets the grader run, and a sentence naming
+    those it leaves out (empty when none is)."""
+    from grader.core.scoring import probed_checks
+    from grader.model import DEFAULT_SEED
+
+    run = probed_checks(spec, spec.probes(DEFAULT_SEED))
+    left_out = [c for c in spec.rubric()["checks"] if c not in run]
+    if not left_out:
+        return run, ""
+    why = "; ".join(sorted(set(spec.left_out(DEFAULT_SEED).values())))
+    return run, (f"Out of {sum(float(c['points']) for c in run):g} points, not "
+                 f"{spec.rubric()['max_score']:g}: this course's interface cannot take some test "
+                 f"inputs ({why}), so these checks are not run: "
+                 + ", ".join(f"`{c['id']}`" for c in left_out) + ".\n\n")
+
+
 def student_readme(spec: Assignment) -> str:
     conventions = "\n".join(f"- {c}" for c in spec.conventions)
-    checks = "\n".join(f"| `{c['id']}` | {c['points']:g} |" for c in spec.rubric()["checks"])
-    total = spec.rubric()["max_score"]
+    graded, left_out = _graded_checks(spec)
+    checks = "\n".join(f"| `{c['id']}` | {c['points']:g} |" for c in graded)
+    total = round(sum(float(c["points"]) for c in graded), 4)
     stem = file_stem(spec)
     return f"""\
 # Assignment `{spec.id}`
@@ -214,7 +233,7 @@ page for the feedback.
 
 ## How it is graded ({total:g} points)
 
-| check | points |
+{left_out}| check | points |
 |---|---|
 {checks}
 

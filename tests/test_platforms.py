@@ -185,3 +185,52 @@ def test_a_course_kit_names_its_own_assignment_everywhere(
     if kind == "course":
         assert 'function = "rotate"' in files["course-assignment/assignment.toml"]
         assert json.loads(files["course-assignment/rubric.json"])["max_score"] == 10
+
+
+def _with_checks_left_out(report: dict[str, Any], left_out: tuple[str, ...],
+                          why: str) -> dict[str, Any]:
+    """``report`` as the pipeline writes it for an interface that cannot express some probes."""
+    changed = copy.deepcopy(report)
+    points = {c["id"]: c["max_points"] for c in changed["checks"]}
+    changed["checks"] = [c for c in changed["checks"] if c["id"] not in left_out]
+    changed["max_score"] = round(sum(c["max_points"] for c in changed["checks"]), 4)
+    changed["score"] = min(changed["score"], changed["max_score"])
+    changed["metadata"]["not_probed"] = [{"check": c, "why": why, "points": points[c]}
+                                         for c in left_out]
+    return changed
+
+
+@pytest.mark.parametrize("view", ["text", "markdown", "html", "gradescope"])
+@pytest.mark.parametrize("hidden", [False, True])
+def test_every_view_says_why_the_maximum_is_what_it_is(view: str, hidden: bool) -> None:
+    """A course's interface that cannot express some probes grades out of fewer points (DLS's
+    look-ahead mask out of 6.5): only the plain text once said why."""
+    left_out = ("values-masked", "masked-keys-zero-weight")
+    report = _with_checks_left_out(_report("amara"), left_out, "the interface takes no mask")
+    if hidden:
+        report = _on_hidden_probes(report)
+    output = RENDERERS[view](report)
+    pages = [output] if view != "gradescope" else [json.loads(output)["output"]]
+    page = " ".join(pages[0].split())
+    assert f"out of {report['max_score']:g}, not 10" in page.replace("**", "")
+    assert "the interface takes no mask" in page
+    for check in left_out:
+        assert check.replace("-", "\\-") in page or check in page
+
+
+@pytest.mark.parametrize("preset,maximum", [("coursera-dls-look-ahead-mask", 6.5),
+                                            ("cs336-causal-self-attention-rope", 5.0)])
+def test_a_starter_readme_states_the_real_maximum(preset: str, maximum: float) -> None:
+    """The kit's README promised 10 points where the course's interface leaves checks out."""
+    from grader.core.assignments import get
+    from grader.core.scoring import max_score
+    from grader.model import DEFAULT_SEED
+    from grader.starter import kit_files
+
+    spec = get(preset)
+    assert max_score(spec, spec.probes(DEFAULT_SEED)) == maximum
+    readme = kit_files(preset)["README.md"]
+    assert f"## How it is graded ({maximum:g} points)" in readme
+    left_out = [c["id"] for c in spec.rubric()["checks"]
+                if f"| `{c['id']}` |" not in readme]
+    assert left_out and all(check in readme.split("| check |")[0] for check in left_out)

@@ -20,6 +20,7 @@ from grader.render.verdict import (
     grading_errors,
     literal_fixes,
     located,
+    maximum_note,
     notes,
     place,
     read_more,
@@ -64,6 +65,8 @@ def render(report: dict[str, Any]) -> str:
     ]
     if meta.get("submission"):
         lines += [f"Submission: {inline(str(meta['submission']))}", ""]
+    if maximum_note(report):
+        lines += [inline(str(maximum_note(report))), ""]
     if seed_note(report):
         lines += [inline(str(seed_note(report))), ""]
     if report["misconceptions"] or grading_errors(report):  # the first screen: what to fix
