@@ -234,3 +234,22 @@ def test_a_starter_readme_states_the_real_maximum(preset: str, maximum: float) -
     left_out = [c["id"] for c in spec.rubric()["checks"]
                 if f"| `{c['id']}` |" not in readme]
     assert left_out and all(check in readme.split("| check |")[0] for check in left_out)
+
+
+@pytest.mark.parametrize("visibility", ["after_due_date", "after_published", "hidden"])
+def test_gradescopes_visible_output_keeps_hidden_points_secret(visibility: str) -> None:
+    """Gradescope hides the total score while tests are hidden (its specs.md, "Controlling
+    Test Case Visibility"); the always-visible output showed the score and every check's
+    points whatever --hidden-visibility said."""
+    report = _on_hidden_probes(_report("chen"))
+    results = json.loads(gradescope.render(report, hidden_visibility=visibility))
+    output = results["output"]
+    hidden = [t for t in results["tests"] if t["visibility"] != "visible"]
+    assert hidden
+    assert f"{report['score']:g} / {report['max_score']:g}" not in output
+    assert "Score" not in output
+    for test in hidden:
+        assert f"`{test['name']}`" not in output
+    assert "mask-inverted" in output  # the feedback itself stays
+    shown = json.loads(gradescope.render(report, hidden_visibility="visible"))["output"]
+    assert f"Score: {report['score']:g} / {report['max_score']:g}" in shown

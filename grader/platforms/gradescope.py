@@ -34,11 +34,14 @@ from typing import Any
 from grader import registry
 from grader.render import markdown
 from grader.render.formats import Format, Page
-from grader.render.visible import student_view
+from grader.render.visible import student_view, without_hidden_points
 
 #: Gradescope's visibility settings for a test (its specs.md, "Controlling Test Case Visibility")
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 DEFAULT_VISIBILITY = "after_published"
+#: when a student sees a test of each visibility, as the always-visible output says it
+SHOWN_WHEN = {"hidden": "to the course staff only", "after_due_date": "after the due date",
+              "after_published": "when the grades are published", "visible": "now"}
 
 
 # --- results.json ------------------------------------------------------------------------------
@@ -78,9 +81,13 @@ def render(report: dict[str, Any], *, hidden_visibility: str = DEFAULT_VISIBILIT
     tests = [_check_test(check, tags, hidden_visibility) for check in report["checks"]]
     if report["status"] != "graded":
         tests.append(_not_graded_test(view))
+    # while tests are hidden Gradescope hides the total score: the output, always visible,
+    # shows neither it nor the hidden tests' points
+    page = (view if hidden_visibility == "visible"
+            else without_hidden_points(report, SHOWN_WHEN[hidden_visibility]))
     results = {
         "score": report["score"],
-        "output": markdown.render(view),
+        "output": markdown.render(page),
         "output_format": "md",
         "stdout_visibility": "hidden",
         "execution_time": report.get("metadata", {}).get("duration_seconds", 0.0),

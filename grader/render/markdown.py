@@ -59,6 +59,8 @@ def render(report: dict[str, Any]) -> str:
     lines = [
         f"## attention-grader: {inline(str(report['assignment']))}",
         "",
+        # (a page shown while hidden tests are, withholds the score: visible.without_hidden_points)
+        str(meta["score_withheld"]) if meta.get("score_withheld") else
         f"**Score: {report['score']:g} / {report['max_score']:g}**"
         + ("" if report["status"] == "graded" else " (the submission could not be graded)"),
         "",

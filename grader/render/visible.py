@@ -50,3 +50,17 @@ def student_view(report: dict[str, Any]) -> dict[str, Any]:
         message = str(view["located"]["message"])
         view["located"]["message"] = message.split(_LOCATED_NUMBERS)[0].rstrip(".") + "."
     return view
+
+
+def without_hidden_points(report: dict[str, Any], when: str) -> dict[str, Any]:
+    """``student_view(report)`` for a page shown while the tests on hidden probes are not:
+    without the score and without the hidden checks (their points add up to it), saying
+    ``when`` the student sees them. Gradescope hides the total score while tests are hidden;
+    its always-visible output must not show it either."""
+    view = copy.deepcopy(student_view(report))
+    if not any(check.get("hidden") for check in view["checks"]):
+        return view
+    view["checks"] = [check for check in view["checks"] if not check.get("hidden")]
+    view["metadata"]["score_withheld"] = (
+        f"Your score and the tests on hidden inputs are shown {when}.")
+    return view
