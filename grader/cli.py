@@ -216,12 +216,16 @@ def batch(paths: tuple[str, ...], assignment: str, out_dir: Path, jobs: int | No
               default=gradescope.DEFAULT_VISIBILITY, show_default=True,
               help="When students see the tests run on hidden probes.")
 @click.option("--package", "packages", multiple=True, metavar="REQUIREMENT",
-              help="An extra package submissions may import (e.g. scipy, torch); repeatable.")
+              help="An extra package submissions may import, as pip arguments (e.g. scipy, "
+                   "tensorflow-cpu, \"torch --index-url URL\"); repeatable.")
 def gradescope_zip(assignment: str, output: Path, seed: int | None,
                    hidden_visibility: str, packages: tuple[str, ...]) -> None:
     """Build the autograder.zip to upload to a Gradescope programming assignment."""
-    config = gradescope.build_zip(assignment, output, seed=seed,
-                                  hidden_visibility=hidden_visibility, packages=packages)
+    try:
+        config = gradescope.build_zip(assignment, output, seed=seed,
+                                      hidden_visibility=hidden_visibility, packages=packages)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
     click.echo(f"wrote {output} for `{assignment}` (seed {config['seed']}; hidden tests "
                f"{hidden_visibility}). Upload it under Configure Autograder -> Zip file upload.")
 

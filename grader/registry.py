@@ -179,19 +179,44 @@ def canonical_arguments(task: str) -> tuple[str, ...]:
 #: what to install for the framework an interface names (its arrays), where submissions are
 #: graded: Gradescope's image, the Classroom action
 FRAMEWORK_PACKAGES = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax[cpu]"}
+#: the distributions that install each framework's module (a build for one kind of machine,
+#: a nightly): given by the instructor, one of them is the framework, not a package beside it
+FRAMEWORK_VARIANTS = {
+    "torch": ("torch",),
+    "tensorflow": ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel",
+                   "tensorflow-macos", "tensorflow-aarch64", "tf-nightly", "tf-nightly-cpu",
+                   "tf-nightly-gpu"),
+    "jax": ("jax",),
+}
+
+
+def requirement_names(given: str) -> set[str]:
+    """The distributions one pip argument string names (``torch --index-url URL``,
+    ``jax[cuda12]>=0.4``, ``torch @ URL``, a wheel's URL), normalised: lower case, ``-``."""
+    import re
+    import shlex
+
+    names = set()
+    for word in shlex.split(given):
+        if word.startswith("-") or "://" in word and not word.endswith(".whl"):
+            continue  # an option, its URL
+        if word.endswith(".whl"):  # (a wheel's file name starts with its distribution's)
+            word = word.rsplit("/", 1)[-1].split("-", 1)[0]
+        name = re.split(r"[\[<>=!~;@ ]", word.strip(), maxsplit=1)[0]
+        if name:
+            names.add(re.sub(r"[-_.]+", "-", name).lower())
+    return names
 
 
 def framework_packages(interface: Interface, given: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """The framework package the interface needs, unless ``given`` (pip requirements) already
-    names it."""
+    """The framework package the interface needs, unless ``given`` (pip arguments, one string
+    per package) already names it or a variant of it (``tensorflow-cpu``, ``jax[cuda12]``,
+    ``torch --index-url URL``)."""
     package = FRAMEWORK_PACKAGES.get(interface.arrays)
     if package is None:
         return ()
-    name = package.split("[")[0]
-    import re
-
-    named = {re.split(r"[\[<>=!~; ]", g.strip(), maxsplit=1)[0].lower() for g in given}
-    return () if name in named else (package,)
+    named = set().union(*(requirement_names(g) for g in given))
+    return () if named & set(FRAMEWORK_VARIANTS[interface.arrays]) else (package,)
 
 
 @dataclass(frozen=True)

@@ -253,3 +253,46 @@ def test_gradescopes_visible_output_keeps_hidden_points_secret(visibility: str) 
     assert "mask-inverted" in output  # the feedback itself stays
     shown = json.loads(gradescope.render(report, hidden_visibility="visible"))["output"]
     assert f"Score: {report['score']:g} / {report['max_score']:g}" in shown
+
+
+def _setup_sh(tmp_path: Path, assignment: str, *packages: str) -> str:
+    import zipfile
+
+    zip_path = tmp_path / "autograder.zip"
+    gradescope.build_zip(assignment, zip_path, seed=1, packages=packages)
+    return zipfile.ZipFile(zip_path).read("setup.sh").decode()
+
+
+def test_setup_passes_pip_arguments_as_pip_reads_them(tmp_path: Path) -> None:
+    """`--package "torch --index-url URL"` (the action's own example) was written as one quoted
+    word, which pip rejects; its index then applies to that package alone."""
+    import shlex
+
+    url = "https://download.pytorch.org/whl/cpu"
+    setup = _setup_sh(tmp_path, "cs231n-multi-head-attention", f"torch --index-url {url}",
+                      "scipy")
+    installs = [shlex.split(line) for line in setup.splitlines()
+                if line.startswith("/autograder/venv/bin/pip install") and "attention-grader"
+                not in line and "--upgrade" not in line]
+    assert sorted(installs) == sorted([
+        ["/autograder/venv/bin/pip", "install", "scipy"],
+        ["/autograder/venv/bin/pip", "install", "torch", "--index-url", url]])
+
+
+@pytest.mark.parametrize("arrays,given", [
+    ("tensorflow", "tensorflow-cpu"), ("tensorflow", "tensorflow-gpu==2.15"),
+    ("tensorflow", "tf-nightly"), ("jax", "jax[cuda12]"), ("jax", "JAX[cpu]>=0.4"),
+    ("torch", "torch --index-url https://download.pytorch.org/whl/cpu"),
+    ("torch", "torch==2.3.0+cpu"), ("torch", "torch @ https://example.org/torch-2.3.0.whl"),
+    ("torch", "https://example.org/wheels/torch-2.3.0+cpu-cp311-cp311-linux_x86_64.whl")])
+def test_a_variant_of_the_framework_is_the_framework(arrays: str, given: str) -> None:
+    """`--package tensorflow-cpu` installed `tensorflow` as well: a variant the instructor
+    gives is the framework, not a package beside it."""
+    from grader import registry
+
+    interface = registry.Interface(arrays=arrays)
+    assert registry.framework_packages(interface, (given,)) == ()
+    assert registry.framework_packages(interface, ("scipy",)) == (
+        registry.FRAMEWORK_PACKAGES[arrays],)
+    assert registry.framework_packages(interface, ("torchvision", "jax-metal", "tensorflow-hub")
+                                       ) == (registry.FRAMEWORK_PACKAGES[arrays],)

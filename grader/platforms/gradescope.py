@@ -133,8 +133,8 @@ chmod -R go-rwx /autograder/source
 """
 EXTRA_PACKAGES = """\
 # packages the submissions may import, asked for with gradescope-zip --package
-/autograder/venv/bin/pip install {packages}
 """
+PIP_INSTALL = "/autograder/venv/bin/pip install {arguments}\n"
 
 RUN_AUTOGRADER = """\
 #!/usr/bin/env bash
@@ -254,6 +254,21 @@ def assignment_of(config: dict[str, Any], source: Path) -> str:
     return str((source / folder).resolve()) if folder else str(config["assignment"])
 
 
+def extra_installs(packages: Sequence[str]) -> str:
+    """setup.sh's lines installing ``packages``, each a string of pip arguments (split as a
+    shell would: "torch --index-url URL" is three): plain requirements in one pip call, each
+    one with options (an index) in a call of its own, so its options apply to it alone."""
+    try:
+        split = {p: shlex.split(p) for p in packages}
+    except ValueError as exc:
+        raise ValueError(f"a --package value is not pip arguments: {exc}") from None
+    plain = [p for p in packages if not any(w.startswith("-") for w in split[p])]
+    calls = [plain] if plain else []
+    calls += [[p] for p in packages if p not in plain]
+    return (EXTRA_PACKAGES if calls else "") + "".join(PIP_INSTALL.format(arguments=" ".join(
+        shlex.quote(word) for p in call for word in split[p])) for call in calls)
+
+
 def build_zip(assignment: str, output: Path, *, seed: int | None = None,
               hidden_visibility: str = DEFAULT_VISIBILITY,
               packages: Sequence[str] = ()) -> dict[str, Any]:
@@ -281,8 +296,7 @@ def build_zip(assignment: str, output: Path, *, seed: int | None = None,
     }
     if course is not None:
         config["assignment_folder"] = COURSE_DIR
-    setup = SETUP_SH + (EXTRA_PACKAGES.format(packages=" ".join(shlex.quote(p) for p in packages))
-                        if packages else "")
+    setup = SETUP_SH + extra_installs(packages)
     with tempfile.TemporaryDirectory() as scratch:
         bundle = Path(scratch) / BUNDLE_DIR
         write_bundle(bundle)
