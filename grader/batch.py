@@ -356,7 +356,7 @@ def run_batch(entries: Sequence[Entry], assignment: str, out_dir: Path, *, jobs:
         nonlocal peak
         peak = max(peak, float(report["metadata"].get("worker_peak_rss_mb", 0.0)))
         write_atomically(out_dir / names[index],
-                         json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+                         json.dumps(report, indent=2, ensure_ascii=False) + "\n", as_folder=True)
         rows[index] = row = _row(job.entry, names[index], report)
         if progress:
             progress.advance(f"{job.entry.student}: {row['score']:g}/{row['max_score']:g} "
@@ -434,7 +434,8 @@ def write_summaries(rows: Sequence[dict[str, Any]], out_dir: Path, assignment: s
     from grader.files import write_atomically
 
     write_atomically(out_dir / "summary.json", json.dumps(list(rows), indent=2,
-                                                          ensure_ascii=False) + "\n")
+                                                          ensure_ascii=False) + "\n",
+                     as_folder=True)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(["student", "submission", "status", "score", "max_score", "misconceptions",
@@ -444,5 +445,5 @@ def write_summaries(rows: Sequence[dict[str, Any]], out_dir: Path, assignment: s
                          row["status"], row["score"], row["max_score"],
                          " ".join(row["misconceptions"]), " ".join(row["errors"]),
                          spreadsheet_text(row["report"])])
-    write_atomically(out_dir / "summary.csv", buffer.getvalue())
+    write_atomically(out_dir / "summary.csv", buffer.getvalue(), as_folder=True)
     write_class_report(rows, out_dir, assignment)

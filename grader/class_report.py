@@ -216,5 +216,6 @@ def write_class_report(rows: Sequence[dict[str, Any]], out_dir: Path, assignment
     from grader.files import write_atomically
 
     stats = class_statistics(rows, assignment)
-    write_atomically(out_dir / "summary.md", markdown(stats))
-    write_atomically(out_dir / "report.html", html(stats))
+    # (readable as the folder is: by the course's staff, where it is theirs)
+    write_atomically(out_dir / "summary.md", markdown(stats), as_folder=True)
+    write_atomically(out_dir / "report.html", html(stats), as_folder=True)

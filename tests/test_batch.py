@@ -579,3 +579,29 @@ def test_the_class_report_speaks_the_courses_conventions(tmp_path: Path) -> None
     page = html(stats)
     assert "`" not in page.split("<h2>Misconceptions</h2>")[1] and "<code>" in page
     assert told.explanation.split("`")[0].strip() in markdown(stats)
+
+
+def test_reports_take_the_permissions_of_their_folder(tmp_path: Path) -> None:
+    """Reports were written -rw------- whatever the folder, so a TA in the course's group could
+    not read them: each file takes the folder's group and its owner's and group's permissions
+    (without execute bits), never every user's (reports hold the hidden probes' values)."""
+    import grp
+
+    out = tmp_path / "reports"
+    out.mkdir()
+    out.chmod(0o750)
+    groups = [g.gr_gid for g in grp.getgrall() if g.gr_gid != os.getegid()]
+    group = groups[0] if groups and os.geteuid() == 0 else os.getegid()
+    os.chown(out, -1, group)
+    submission = tmp_path / "class" / "ann.py"
+    submission.parent.mkdir()
+    submission.parent.chmod(0o700)
+    shutil.copy(ATTENTION / "correct_matmul.py", submission)
+    run_batch(discover([str(submission.parent)]), "attention", out, jobs=1)
+    written = sorted(out.iterdir())
+    assert {p.name for p in written} >= {"ann.json", "summary.csv", "summary.md", "report.html"}
+    for path in written:
+        assert (path.stat().st_mode & 0o777, path.stat().st_gid) == (0o640, group), path.name
+    out.chmod(0o775)
+    run_batch(discover([str(submission.parent)]), "attention", out, jobs=1, resume=False)
+    assert {p.stat().st_mode & 0o777 for p in out.iterdir()} == {0o660}
