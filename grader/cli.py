@@ -317,18 +317,22 @@ def schema() -> None:
 
 def _explain_bank_item(item: str) -> None:
     """A question-bank item: what it is about, and the misconceptions that cite it, explained."""
+    import textwrap
+
     from reference.catalogue import CATALOGUE
-    from reference.question_bank import ITEMS
+    from reference.question_bank import ITEMS, POINTS, where_kept
 
     click.echo(f"{item} (question bank): {ITEMS[item]}\n")
+    if item in POINTS:
+        click.echo(textwrap.fill(f"The point: {POINTS[item]}", 96, break_on_hyphens=False)
+                   + "\n")
     citing = [row for row in CATALOGUE if item in row.question_bank]
     if citing:
         click.echo("The mistakes it is about:\n")
     for row in citing:
         click.echo(f"{row.id}: {row.title}")
         click.echo(f"  {row.explanation}\n")
-    click.echo("The item's full text is in your course's question bank (its INDEX.md lists "
-               "every item by this ID).")
+    click.echo(textwrap.fill(where_kept(item), 96, break_on_hyphens=False))
 
 
 @main.command()
