@@ -250,12 +250,13 @@ def local_executor(jobs: int, scratch: str | None = None, method: str | None = N
 
 @contextmanager
 def dask_executor(scheduler: str) -> Iterator[Callable[[Job], Any]]:
-    """Submit the same ``grade_entry`` to a Dask cluster (``pip install attention-grader[distributed]``)."""
+    """Submit the same ``grade_entry`` to a Dask cluster (``pip install ".[distributed]"`` in the
+    grader's repository)."""
     try:
         from distributed import Client
     except ImportError as exc:
-        raise RuntimeError("--executor dask needs the `distributed` package: "
-                           "pip install 'attention-grader[distributed]'") from exc
+        raise RuntimeError("--executor dask needs the `distributed` package: in the grader's "
+                           "repository, pip install '.[distributed]'") from exc
     with Client(scheduler) as client:
         yield lambda job: client.submit(_grade_entry_warm, job, pure=False)
 

@@ -296,3 +296,17 @@ def test_a_variant_of_the_framework_is_the_framework(arrays: str, given: str) ->
         registry.FRAMEWORK_PACKAGES[arrays],)
     assert registry.framework_packages(interface, ("torchvision", "jax-metal", "tensorflow-hub")
                                        ) == (registry.FRAMEWORK_PACKAGES[arrays],)
+
+
+def test_the_docs_name_the_contract_and_install_what_exists() -> None:
+    """The README called the contract "SPEC" without saying it is CONTRACT.md, and the shipped
+    example notebook told students to `pip install attention-grader`, which is not published."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    assert not re.findall(r"\bSPEC\b", readme)
+    assert "[CONTRACT.md](CONTRACT.md)" in readme
+    shipped = [p for p in ROOT.glob("assignments/**/*") if p.suffix in (".ipynb", ".md", ".py")]
+    shipped += [ROOT / "README.md", ROOT / "grader" / "batch.py"]
+    unpublished = re.compile(r"pip install '?attention-grader")
+    assert [p.name for p in shipped if unpublished.search(p.read_text())] == []
