@@ -45,8 +45,8 @@ def summary(report: dict[str, Any]) -> list[str]:
     out = [f"attention-grader: {report['assignment']} ({function}) - {meta.get('submission', '')}",
            f"Score: {report['score']:g} / {report['max_score']:g}"
            + ("" if report["status"] == "graded" else "  (could not be graded)"), ""]
-    if maximum_note(report):
-        out[-1:] = [_wrap(str(maximum_note(report)), ""), ""]
+    if maximum_note(report):  # (check IDs kept whole)
+        out[-1:] = [textwrap.fill(str(maximum_note(report)), 96, break_on_hyphens=False), ""]
     if seed_note(report):
         out[-1:] = [_wrap(str(seed_note(report)), ""), ""]
     if report["misconceptions"] or grading_errors(report):
