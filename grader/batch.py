@@ -250,12 +250,13 @@ def local_executor(jobs: int, scratch: str | None = None, method: str | None = N
 
 @contextmanager
 def dask_executor(scheduler: str) -> Iterator[Callable[[Job], Any]]:
-    """Submit the same ``grade_entry`` to a Dask cluster (``pip install attention-grader[distributed]``)."""
+    """Submit the same ``grade_entry`` to a Dask cluster (``pip install ".[distributed]"`` in the
+    grader's repository)."""
     try:
         from distributed import Client
     except ImportError as exc:
-        raise RuntimeError("--executor dask needs the `distributed` package: "
-                           "pip install 'attention-grader[distributed]'") from exc
+        raise RuntimeError("--executor dask needs the `distributed` package: in the grader's "
+                           "repository, pip install '.[distributed]'") from exc
     with Client(scheduler) as client:
         yield lambda job: client.submit(_grade_entry_warm, job, pure=False)
 
@@ -472,6 +473,8 @@ def _up_to_date(path: Path, key: dict[str, Any]) -> dict[str, Any] | None:
 
 def _row(entry: Entry, name: str, report: dict[str, Any]) -> dict[str, Any]:
     meta = report.get("metadata", {})
+    # the checks the course's interface left out: never run, so neither passed nor failed
+    not_probed = {"not_probed": meta["not_probed"]} if meta.get("not_probed") else {}
     return {
         "student": entry.student,
         "submission": meta.get("submission_path") or (printable_name(str(entry.files[0])) if entry.files
@@ -485,6 +488,7 @@ def _row(entry: Entry, name: str, report: dict[str, Any]) -> dict[str, Any]:
         "failed_checks": [c["id"] for c in report["checks"] if not c["passed"]],
         "seconds": meta.get("duration_seconds", 0.0),
         **({"parts": [_part_row(part) for part in report["parts"]]} if "parts" in report else {}),
+        **not_probed,
     }
 
 
@@ -545,7 +549,7 @@ def run_batch(entries: Sequence[Entry], assignment: str, out_dir: Path, *, jobs:
         nonlocal peak
         peak = max(peak, float(report["metadata"].get("worker_peak_rss_mb", 0.0)))
         write_atomically(out_dir / names[index],
-                         json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+                         json.dumps(report, indent=2, ensure_ascii=False) + "\n", as_folder=True)
         rows[index] = row = _row(job.entry, names[index], report)
         if progress:
             progress.advance(f"{job.entry.student}: {row['score']:g}/{row['max_score']:g} "
@@ -645,7 +649,8 @@ def write_summaries(rows: Sequence[dict[str, Any]], out_dir: Path, assignment: s
     from grader.files import write_atomically
 
     write_atomically(out_dir / "summary.json", json.dumps(list(rows), indent=2,
-                                                          ensure_ascii=False) + "\n")
+                                                          ensure_ascii=False) + "\n",
+                     as_folder=True)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     # a multi-part assignment: a column of each part's score, between the total and the names
@@ -659,5 +664,5 @@ def write_summaries(rows: Sequence[dict[str, Any]], out_dir: Path, assignment: s
                          row["status"], row["score"], row["max_score"], *scores,
                          " ".join(_named_in_parts(row)), " ".join(row["errors"]),
                          spreadsheet_text(row["report"])])
-    write_atomically(out_dir / "summary.csv", buffer.getvalue())
+    write_atomically(out_dir / "summary.csv", buffer.getvalue(), as_folder=True)
     write_class_report(rows, out_dir, assignment)

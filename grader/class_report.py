@@ -7,6 +7,7 @@ browser, and still reads as tables where SVG is not shown.
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import Counter
 from collections.abc import Sequence
@@ -15,21 +16,31 @@ from pathlib import Path
 from typing import Any
 
 
+def _terms(assignment: str) -> frozenset[str]:
+    """The course's conventions, in which its misconceptions are told (as in its reports)."""
+    from grader.core.assignments import get
+    from grader.registry import exists
+
+    return get(assignment).wording_terms() if exists(assignment) else frozenset()
+
+
 def class_statistics(rows: Sequence[dict[str, Any]], assignment: str) -> dict[str, Any]:
     from grader.registry import rubric
-    from reference.catalogue import BY_ID
+    from reference.catalogue import BY_ID, wording
 
     scores = [float(r["score"]) for r in rows]
     maximum = float(rows[0]["max_score"]) if rows else float(rubric(assignment)["max_score"])
     graded = [r for r in rows if r["status"] == "graded"]
     misconceptions = []
     counts = Counter(m for r in rows for m in r["misconceptions"])
+    terms = _terms(assignment)
     for mid, count in counts.most_common():
         row = BY_ID.get(mid)
+        told = wording(mid, terms) if row else None
         misconceptions.append({
             "id": mid,
-            "title": row.title if row else mid,
-            "explanation": row.explanation if row else "",
+            "title": told.title if told else mid,
+            "explanation": told.explanation if told else "",
             "question_bank": list(row.question_bank) if row else [],
             "students": sorted(r["student"] for r in rows if mid in r["misconceptions"]),
             "count": count,
@@ -37,9 +48,14 @@ def class_statistics(rows: Sequence[dict[str, Any]], assignment: str) -> dict[st
         })
     checks = []
     for spec in rubric(assignment)["checks"]:
-        failed = sum(spec["id"] in r.get("failed_checks", []) for r in graded)
+        # a check the course's interface left out was never run: it has no pass rate
+        left_out = {r["student"]: n["why"] for r in graded for n in r.get("not_probed", [])
+                    if n["check"] == spec["id"]}
+        run = [r for r in graded if r["student"] not in left_out]
+        failed = sum(spec["id"] in r.get("failed_checks", []) for r in run)
         checks.append({"id": spec["id"], "category": spec["category"],
-                       "pass_rate": (len(graded) - failed) / len(graded) if graded else 0.0})
+                       "pass_rate": (len(run) - failed) / len(run) if run else 0.0,
+                       "run": len(run), "not_run_why": sorted(set(left_out.values()))})
     bins = [0] * 10
     for score in scores:
         if maximum > 0:
@@ -60,6 +76,24 @@ def class_statistics(rows: Sequence[dict[str, Any]], assignment: str) -> dict[st
                                              if not r["misconceptions"] and
                                              float(r["score"]) < maximum),
     }
+
+
+def _ran(check: dict[str, Any]) -> bool:
+    """Whether a check was run for anyone (one the course's interface leaves out is not)."""
+    return bool(check.get("run", 1)) or not check.get("not_run_why")
+
+
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def _prose(text: str) -> str:
+    """Catalogue text as HTML: escaped, its `code` spans shown as code."""
+    return _CODE.sub(r"<code>\1</code>", escape(text))
+
+
+def _plain(text: str) -> str:
+    """Catalogue text where no markup shows (a chart's tooltip): without the code marks."""
+    return _CODE.sub(r"\1", text)
 
 
 def _students(count: int) -> str:
@@ -97,8 +131,12 @@ def markdown(stats: dict[str, Any]) -> str:
         lines += ["Lost points without a catalogued misconception (read their reports): "
                   + ", ".join(map(inline, stats["no_misconception_but_wrong"])), ""]
     lines += ["## Checks: pass rate", "", "| check | category | pass rate |", "|---|---|---|"]
-    lines += [f"| `{c['id']}` | {c['category']} | {_percent(c['pass_rate'])} |"
-              for c in stats["checks"]]
+    lines += [f"| `{c['id']}` | {c['category']} | "
+              f"{_percent(c['pass_rate']) if _ran(c) else 'not run'} |" for c in stats["checks"]]
+    why = sorted({w for c in stats["checks"] for w in c.get("not_run_why", [])})
+    if why:
+        lines += ["", "Not run: left out by the course's interface (" + "; ".join(why)
+                  + "), so not scored."]
     lines += ["", "## Errors", ""]
     lines += ([f"- `{kind}`: {count}" for kind, count in stats["errors"].items()]
               or ["None."])
@@ -129,10 +167,12 @@ def html(stats: dict[str, Any]) -> str:
     top = stats["max_score"]
     bins = [(f"{top * i / 10:g}-{top * (i + 1) / 10:g}", float(n), f"{n} students")
             for i, n in enumerate(stats["score_bins"])]
-    mis = [(m["id"], float(m["count"]), f"{m['title']}: {', '.join(m['students'])}")
+    mis = [(m["id"], float(m["count"]), f"{_plain(m['title'])}: {', '.join(m['students'])}")
            for m in stats["misconceptions"]]
     checks = [(c["id"], round(100 * c["pass_rate"]), f"{c['category']}")
-              for c in stats["checks"]]
+              for c in stats["checks"] if _ran(c)]
+    not_run = [c for c in stats["checks"] if not _ran(c)]
+    why = sorted({w for c in not_run for w in c.get("not_run_why", [])})
     errors = [(kind, float(count), kind) for kind, count in stats["errors"].items()]
     sections = [
         f"<h1>Class report: <code>{escape(stats['assignment'])}</code></h1>",
@@ -146,14 +186,20 @@ def html(stats: dict[str, Any]) -> str:
     for item in stats["misconceptions"]:
         bank = ", ".join(item["question_bank"]) or "-"
         sections.append(
-            f"<details><summary><code>{escape(item['id'])}</code>: {escape(item['title'])} "
+            f"<details><summary><code>{escape(item['id'])}</code>: {_prose(item['title'])} "
             f"({_students(item['count'])}, {_percent(item['share'])})</summary>"
-            f"<p>{escape(item['explanation'])}</p><p>Question bank: {escape(bank)}</p>"
+            f"<p>{_prose(item['explanation'])}</p><p>Question bank: {escape(bank)}</p>"
             f"<p>Students: {escape(', '.join(item['students']))}</p></details>")
     if stats["no_misconception_but_wrong"]:
         sections.append("<p>Lost points without a catalogued misconception: "
                         + escape(", ".join(stats["no_misconception_but_wrong"])) + "</p>")
-    sections += ["<h2>Checks: pass rate</h2>", _bars(checks, 100, "%"),
+    sections += ["<h2>Checks: pass rate</h2>", _bars(checks, 100, "%")]
+    if not_run:
+        sections.append("<p>Not run (left out by the course's interface: "
+                        + escape("; ".join(why)) + "), so not scored: "
+                        + ", ".join(f"<code>{escape(c['id'])}</code>" for c in not_run)
+                        + ".</p>")
+    sections += [
                  "<h2>Errors</h2>",
                  _bars(errors, max([e[1] for e in errors] + [1])) if errors
                  else "<p>None.</p>"]
@@ -200,5 +246,6 @@ def write_class_report(rows: Sequence[dict[str, Any]], out_dir: Path, assignment
         body = html(part).split("<body>\n", 1)[1].rsplit("\n</body>", 1)[0]
         web = web.replace("\n</body></html>", f"\n<section><h1>{title}</h1>{body}</section>"
                           "\n</body></html>")
-    write_atomically(out_dir / "summary.md", page)
-    write_atomically(out_dir / "report.html", web)
+    # (readable as the folder is: by the course's staff, where it is theirs)
+    write_atomically(out_dir / "summary.md", page, as_folder=True)
+    write_atomically(out_dir / "report.html", web, as_folder=True)

@@ -244,12 +244,16 @@ def merge(shard_dirs: tuple[Path, ...], out_dir: Path) -> None:
               default=gradescope.DEFAULT_VISIBILITY, show_default=True,
               help="When students see the tests run on hidden probes.")
 @click.option("--package", "packages", multiple=True, metavar="REQUIREMENT",
-              help="An extra package submissions may import (e.g. scipy, torch); repeatable.")
+              help="An extra package submissions may import, as pip arguments (e.g. scipy, "
+                   "tensorflow-cpu, \"torch --index-url URL\"); repeatable.")
 def gradescope_zip(assignment: str, output: Path, seed: int | None,
                    hidden_visibility: str, packages: tuple[str, ...]) -> None:
     """Build the autograder.zip to upload to a Gradescope programming assignment."""
-    config = gradescope.build_zip(assignment, output, seed=seed,
-                                  hidden_visibility=hidden_visibility, packages=packages)
+    try:
+        config = gradescope.build_zip(assignment, output, seed=seed,
+                                      hidden_visibility=hidden_visibility, packages=packages)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
     click.echo(f"wrote {output} for `{assignment}` (seed {config['seed']}; hidden tests "
                f"{hidden_visibility}). Upload it under Configure Autograder -> Zip file upload.")
 
@@ -347,18 +351,22 @@ def schema() -> None:
 
 def _explain_bank_item(item: str) -> None:
     """A question-bank item: what it is about, and the misconceptions that cite it, explained."""
+    import textwrap
+
     from reference.catalogue import CATALOGUE
-    from reference.question_bank import ITEMS
+    from reference.question_bank import ITEMS, POINTS, where_kept
 
     click.echo(f"{item} (question bank): {ITEMS[item]}\n")
+    if item in POINTS:
+        click.echo(textwrap.fill(f"The point: {POINTS[item]}", 96, break_on_hyphens=False)
+                   + "\n")
     citing = [row for row in CATALOGUE if item in row.question_bank]
     if citing:
         click.echo("The mistakes it is about:\n")
     for row in citing:
         click.echo(f"{row.id}: {row.title}")
         click.echo(f"  {row.explanation}\n")
-    click.echo("The item's full text is in your course's question bank (its INDEX.md lists "
-               "every item by this ID).")
+    click.echo(textwrap.fill(where_kept(item), 96, break_on_hyphens=False))
 
 
 @main.command()

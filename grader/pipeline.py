@@ -407,7 +407,8 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
     if left_out:
         decided = {c.id for c in checks}
         metadata["not_probed"] = [
-            {"check": c["id"], "why": "; ".join(sorted(set(left_out.values())))}
+            {"check": c["id"], "why": "; ".join(sorted(set(left_out.values()))),
+             "points": float(c["points"])}
             for c in spec.rubric()["checks"] if c["id"] not in decided]
     return build(assignment=spec.id, status="graded", score=score,
                  max_score=max_score(spec, probes),

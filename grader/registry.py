@@ -11,6 +11,7 @@ Adding an assignment whose task exists = adding its folder. Nothing else is edit
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass
 from functools import cache
@@ -183,19 +184,44 @@ def canonical_arguments(task: str) -> tuple[str, ...]:
 #: what to install for the framework an interface names (its arrays), where submissions are
 #: graded: Gradescope's image, the Classroom action
 FRAMEWORK_PACKAGES = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax[cpu]"}
+#: the distributions that install each framework's module (a build for one kind of machine,
+#: a nightly): given by the instructor, one of them is the framework, not a package beside it
+FRAMEWORK_VARIANTS = {
+    "torch": ("torch",),
+    "tensorflow": ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel",
+                   "tensorflow-macos", "tensorflow-aarch64", "tf-nightly", "tf-nightly-cpu",
+                   "tf-nightly-gpu"),
+    "jax": ("jax",),
+}
+
+
+def requirement_names(given: str) -> set[str]:
+    """The distributions one pip argument string names (``torch --index-url URL``,
+    ``jax[cuda12]>=0.4``, ``torch @ URL``, a wheel's URL), normalised: lower case, ``-``."""
+    import re
+    import shlex
+
+    names = set()
+    for word in shlex.split(given):
+        if word.startswith("-") or "://" in word and not word.endswith(".whl"):
+            continue  # an option, its URL
+        if word.endswith(".whl"):  # (a wheel's file name starts with its distribution's)
+            word = word.rsplit("/", 1)[-1].split("-", 1)[0]
+        name = re.split(r"[\[<>=!~;@ ]", word.strip(), maxsplit=1)[0]
+        if name:
+            names.add(re.sub(r"[-_.]+", "-", name).lower())
+    return names
 
 
 def framework_packages(interface: Interface, given: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """The framework package the interface needs, unless ``given`` (pip requirements) already
-    names it."""
+    """The framework package the interface needs, unless ``given`` (pip arguments, one string
+    per package) already names it or a variant of it (``tensorflow-cpu``, ``jax[cuda12]``,
+    ``torch --index-url URL``)."""
     package = FRAMEWORK_PACKAGES.get(interface.arrays)
     if package is None:
         return ()
-    name = package.split("[")[0]
-    import re
-
-    named = {re.split(r"[\[<>=!~; ]", g.strip(), maxsplit=1)[0].lower() for g in given}
-    return () if name in named else (package,)
+    named = set().union(*(requirement_names(g) for g in given))
+    return () if named & set(FRAMEWORK_VARIANTS[interface.arrays]) else (package,)
 
 
 @dataclass(frozen=True)
@@ -604,15 +630,17 @@ def _read_parts(folder: Any, data: dict[str, Any]) -> AssignmentInfo:
 
 
 def parts_of(info: AssignmentInfo) -> tuple[tuple[AssignmentInfo, PartInfo], ...]:
-    """The parts of a multi-part assignment, each resolved (a shipped ID, or a folder
-    relative to the whole's); ``ValueError`` naming a part that is unknown or itself made of
-    parts."""
+    """The parts of a multi-part assignment, each resolved (a shipped ID, or a folder written
+    as a path, relative to the whole's: ``./rope``, ``../attention``); ``ValueError`` naming a
+    part that is unknown or itself made of parts."""
     resolved = []
     for number, part in enumerate(info.parts, 1):
-        nearby = Path(str(info.folder)) / part.assignment
-        if is_folder(str(nearby)):
+        # (as everywhere: a part written as a path is a folder, relative to the whole's; a
+        # bare name a shipped assignment)
+        nearby = Path(str(info.folder)) / Path(part.assignment).expanduser()
+        if written_as_path(part.assignment) and is_folder(str(nearby)):
             found = _from_folder(str(nearby.resolve()))
-        elif part.assignment in shipped():
+        elif not written_as_path(part.assignment) and part.assignment in shipped():
             found = shipped()[part.assignment]
         else:
             raise ValueError(f"{info.folder}/{INTERFACE_FILE}: part {number}: "
@@ -657,19 +685,38 @@ def _from_folder(path: str) -> AssignmentInfo:
     return info
 
 
+def written_as_path(reference: str) -> bool:
+    """Whether ``reference`` is written as a path: a separator in it, or ``.`` or ``~`` first.
+    Such a reference names a folder, never a shipped assignment (no shipped ID has one), so a
+    course's ``my-course/attention`` is never taken for the built-in ``attention``."""
+    return "/" in reference or os.sep in reference or reference.startswith((".", "~"))
+
+
 def is_folder(reference: str) -> bool:
-    return (Path(reference) / INTERFACE_FILE).is_file()
+    return (Path(reference).expanduser() / INTERFACE_FILE).is_file()
 
 
 def get(reference: str) -> AssignmentInfo:
-    """The assignment with this ID, or in this folder (a course's own, outside the package);
-    ``KeyError`` naming the known IDs when there is none."""
+    """The assignment ``reference`` names: written as a path, the course's folder there; a bare
+    name, the shipped assignment with that ID, else a folder of that name in the working
+    directory. ``KeyError`` naming the known IDs when there is none."""
     known = shipped()
-    if reference in known:
+    if not written_as_path(reference) and reference in known:
         return known[reference]
     if is_folder(reference):
-        return _from_folder(str(Path(reference).resolve()))
+        return _from_folder(str(Path(reference).expanduser().resolve()))
     raise KeyError(unknown_assignment(reference))
+
+
+def is_shipped(info: AssignmentInfo) -> bool:
+    """Whether ``info`` is a shipped assignment (its ID names it), not a course's folder (which
+    only its path names: its ID may be a shipped one's)."""
+    return shipped().get(info.id) is info
+
+
+def reference_of(info: AssignmentInfo) -> str:
+    """What names ``info`` again for ``get``: its ID if it ships, else its folder's path."""
+    return info.id if is_shipped(info) else str(info.folder)
 
 
 def unknown_assignment(reference: str) -> str:
@@ -684,7 +731,7 @@ def unknown_assignment(reference: str) -> str:
 
 
 def exists(reference: str) -> bool:
-    return reference in shipped() or is_folder(reference)
+    return (not written_as_path(reference) and reference in shipped()) or is_folder(reference)
 
 
 def inference_order() -> tuple[AssignmentInfo, ...]:
@@ -718,11 +765,6 @@ def infer(defined: Any) -> str | None:
 def rubric(reference: str) -> dict[str, Any]:
     """The points of each check of the assignment with this ID or in this folder."""
     return rubric_of(get(reference))
-
-
-def reference_of(info: AssignmentInfo) -> str:
-    """What ``get`` takes to find this assignment again: its ID, or a course's folder."""
-    return str(info.folder) if info.kind == "course" else info.id
 
 
 def part_max_score(found: AssignmentInfo, part: PartInfo) -> float:

@@ -9,14 +9,31 @@ them identical).
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from grader import registry
 from grader.core.assignments import Assignment, get
 
 #: where classrooms find the action; courses that fork the grader change this line
 ACTION_REFERENCE = "attention-grader/attention-grader@v0"
+#: where a course folder's kit carries a copy of the folder: what its check command, notebook
+#: cell, pytest line and workflow name (the repository a kit becomes has no other copy)
+COURSE_FOLDER = "course-assignment"
+
+
+def reference(spec: Assignment) -> str:
+    """How the kit names its assignment: a shipped one by its ID, a course's folder by the
+    kit's copy of it (written as a path: its ID may be a built-in's)."""
+    return spec.id if registry.is_shipped(spec.info) else f"./{COURSE_FOLDER}"
+
+
+def file_stem(spec: Assignment) -> str:
+    """The kit's file names (``STEM.ipynb``, ``STEM.py``): the assignment's ID, as one plain
+    file name."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", spec.id).strip("._") or "assignment"
 
 
 def _docstring(spec: Assignment) -> str:
@@ -57,14 +74,31 @@ def imports(spec: Assignment) -> str:
     return "import numpy as np"
 
 
+def _inferred(spec: Assignment) -> bool:
+    """Whether grading finds the assignment from the function alone: a built-in's."""
+    return spec.info.kind == "builtin" and registry.is_shipped(spec.info)
+
+
 def check_option(spec: Assignment) -> str:
     """The command-line option naming the assignment, where it cannot be inferred."""
-    return "" if spec.info.kind == "builtin" else f" --assignment {spec.id}"
+    return "" if _inferred(spec) else f" --assignment {reference(spec)}"
+
+
+def pytest_option(spec: Assignment) -> str:
+    """The pytest plugin's option naming the assignment, where it cannot be inferred."""
+    return "" if _inferred(spec) else f" --attention-assignment {reference(spec)}"
+
+
+def check_call(spec: Assignment) -> str:
+    """The notebook's self-check call."""
+    return (f"check({spec.function}"
+            + ("" if _inferred(spec) else f", assignment={reference(spec)!r}") + ")")
 
 
 def starter_py(spec: Assignment) -> str:
     return (f'"""Assignment `{spec.id}`: write `{spec.function}`.\n\n'
-            f"Check your work with `attention-grader check {spec.id}.py{check_option(spec)}`.\n"
+            f"Check your work with `attention-grader check {file_stem(spec)}.py"
+            f"{check_option(spec)}`.\n"
             f'"""\n\n{imports(spec)}\n\n\n' + stub_source(spec))
 
 
@@ -90,9 +124,7 @@ def starter_notebook(spec: Assignment) -> str:
                           "in this kernel: `pip install` it from the copy or repository your "
                           "course gives you (it is not on PyPI). Your function runs here, in "
                           "your own kernel."),
-        _cell("code", f"from grader import check\n\ncheck({spec.function}"
-                      + ("" if spec.info.kind == "builtin" else f", assignment={spec.id!r}")
-                      + ")"),
+        _cell("code", f"from grader import check\n\n{check_call(spec)}"),
     ]
     notebook = {"cells": cells,
                 "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
@@ -100,7 +132,7 @@ def starter_notebook(spec: Assignment) -> str:
                              "language_info": {"name": "python"}},
                 "nbformat": 4, "nbformat_minor": 5}
     for index, cell in enumerate(cells):
-        cell["id"] = f"{spec.id.replace('_', '-')}-{index}"
+        cell["id"] = f"{file_stem(spec).replace('_', '-')}-{index}"
     return json.dumps(notebook, indent=1) + "\n"
 
 
@@ -111,9 +143,10 @@ def _packages_input(spec: Assignment) -> str:
 
 
 def classroom_workflow(spec: Assignment) -> str:
+    stem = file_stem(spec)
     return f"""\
 # GitHub Classroom autograding for `{spec.id}`: put this file at .github/workflows/classroom.yml
-# in the assignment's template repository. Every push grades {spec.id}.ipynb and reports the
+# in the assignment's template repository. Every push grades {stem}.ipynb and reports the
 # score to Classroom; the feedback appears in the run's summary page.
 name: Autograding Tests
 on:
@@ -135,8 +168,8 @@ jobs:
         id: grader
         uses: {ACTION_REFERENCE}
         with:
-          submission: {spec.id}.ipynb
-          assignment: {spec.id}{_packages_input(spec)}
+          submission: {stem}.ipynb
+          assignment: {reference(spec)}{_packages_input(spec)}
       - name: Autograding Reporter
         uses: classroom-resources/autograding-grading-reporter@v1
         env:
@@ -146,10 +179,29 @@ jobs:
 """
 
 
+def _graded_checks(spec: Assignment) -> tuple[list[dict[str, Any]], str]:
+    """The rubric's checks the course's interface lets the grader run, and a sentence naming
+    those it leaves out (empty when none is)."""
+    from grader.core.scoring import probed_checks
+    from grader.model import DEFAULT_SEED
+
+    run = probed_checks(spec, spec.probes(DEFAULT_SEED))
+    left_out = [c for c in spec.rubric()["checks"] if c not in run]
+    if not left_out:
+        return run, ""
+    why = "; ".join(sorted(set(spec.left_out(DEFAULT_SEED).values())))
+    return run, (f"Out of {sum(float(c['points']) for c in run):g} points, not "
+                 f"{spec.rubric()['max_score']:g}: this course's interface cannot take some test "
+                 f"inputs ({why}), so these checks are not run: "
+                 + ", ".join(f"`{c['id']}`" for c in left_out) + ".\n\n")
+
+
 def student_readme(spec: Assignment) -> str:
     conventions = "\n".join(f"- {c}" for c in spec.conventions)
-    checks = "\n".join(f"| `{c['id']}` | {c['points']:g} |" for c in spec.rubric()["checks"])
-    total = spec.rubric()["max_score"]
+    graded, left_out = _graded_checks(spec)
+    checks = "\n".join(f"| `{c['id']}` | {c['points']:g} |" for c in graded)
+    total = round(sum(float(c["points"]) for c in graded), 4)
+    stem = file_stem(spec)
     return f"""\
 # Assignment `{spec.id}`
 
@@ -163,16 +215,16 @@ def student_readme(spec: Assignment) -> str:
 
 {conventions}
 
-Write it in `{spec.id}.ipynb` (or in `{spec.id}.py`, if you prefer a plain file). Any correct
+Write it in `{stem}.ipynb` (or in `{stem}.py`, if you prefer a plain file). Any correct
 style gets full marks: loops, `@`, `einsum`, float32, PyTorch tensors.
 
 ## Check your work, three ways
 
-1. **Command line**: `attention-grader check {spec.id}.ipynb{check_option(spec)}` (or `{spec.id}.py`). It runs your
+1. **Command line**: `attention-grader check {stem}.ipynb{check_option(spec)}` (or `{stem}.py`). It runs your
    code in an isolated process, compares it with a reference on many probes, and names the
    misconception behind any wrong answer, with the smallest input that shows it.
-2. **In the notebook**: run the last cell, `from grader import check; check({spec.function})`.
-3. **pytest**: `pytest --attention-submission {spec.id}.ipynb` turns every check into a test.
+2. **In the notebook**: run the last cell, `from grader import check; {check_call(spec)}`.
+3. **pytest**: `pytest --attention-submission {stem}.ipynb{pytest_option(spec)}` turns every check into a test.
 
 Install the grader once with `pip install` and the copy or repository address your course gives you
 (the grader is not published on PyPI).
@@ -181,7 +233,7 @@ page for the feedback.
 
 ## How it is graded ({total:g} points)
 
-| check | points |
+{left_out}| check | points |
 |---|---|
 {checks}
 
@@ -192,19 +244,34 @@ outputs score nothing.
 
 
 def kit_files(assignment: str) -> dict[str, str]:
-    """Relative path -> text of every file of the starter kit."""
+    """Relative path -> text of every file of the starter kit (a course folder's kit carries a
+    copy of the folder, ``COURSE_FOLDER``, which everything in it names)."""
     spec = get(assignment)
-    return {
+    stem = file_stem(spec)
+    files = {
         "README.md": student_readme(spec),
-        f"{assignment}.ipynb": starter_notebook(spec),
-        f"{assignment}.py": starter_py(spec),
+        f"{stem}.ipynb": starter_notebook(spec),
+        f"{stem}.py": starter_py(spec),
         ".github/workflows/classroom.yml": classroom_workflow(spec),
     }
+    if not registry.is_shipped(spec.info):
+        files[f"{COURSE_FOLDER}/{registry.INTERFACE_FILE}"] = (
+            spec.info.folder / registry.INTERFACE_FILE).read_text(encoding="utf-8")
+        files[f"{COURSE_FOLDER}/{registry.RUBRIC_FILE}"] = json.dumps(
+            registry.rubric_of(spec.info), indent=2) + "\n"
+    return files
 
 
 def write_kit(assignment: str, destination: Path) -> list[Path]:
+    """Write the kit into ``destination``, and nowhere else (``ValueError`` for a path that
+    would lead out of it)."""
+    files = kit_files(assignment)
+    root = destination.resolve()
+    for relative in files:
+        if not (root / relative).resolve().is_relative_to(root):
+            raise ValueError(f"the kit's file {relative!r} would be written outside {destination}")
     written = []
-    for relative, text in kit_files(assignment).items():
+    for relative, text in files.items():
         path = destination / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)

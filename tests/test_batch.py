@@ -626,3 +626,77 @@ def test_dask_chunks_grade_as_one_task_each_and_a_retried_chunk_skips_what_is_do
     job = Job(entries[0], "attention", 0, DEFAULT_LIMITS, key)
     [(row, _)] = _grade_chunk([(single.rows[0]["report"], job)], str(tmp_path / "chunked"))
     assert row["seconds"] == first["metadata"]["duration_seconds"]  # read back, not regraded
+
+
+# --- the class report, for a course -----------------------------------------------------------
+
+def _example_report(student: str) -> dict[str, Any]:
+    reports = Path(__file__).parents[1] / "assignments" / "attention" / "example_class" / "reports"
+    return json.loads((reports / f"{student}.json").read_text())
+
+
+def test_the_class_report_shows_checks_left_out_as_not_run(tmp_path: Path) -> None:
+    """A check the course's interface left out (``metadata.not_probed``) was shown passed by
+    every student, at 100%."""
+    from grader.batch import _row, write_summaries
+
+    rows = []
+    for student in ("amara", "bruno"):
+        report = _example_report(student)
+        report["checks"] = [c for c in report["checks"] if c["id"] != "values-masked"]
+        report["metadata"]["not_probed"] = [
+            {"check": "values-masked", "why": "your interface takes valid lengths"}]
+        rows.append(_row(Entry(student, ()), f"{student}.json", report))
+    write_summaries(rows, tmp_path, "attention")
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| `values-masked` | reference | not run |" in summary
+    assert "your interface takes valid lengths" in summary
+    page = (tmp_path / "report.html").read_text()
+    assert "values-masked" in page.split("Not run")[1]
+    assert "| `returns-arrays` | interface | 100% |" in summary
+
+
+def test_the_class_report_speaks_the_courses_conventions(tmp_path: Path) -> None:
+    """In a True-blocks course, the class report said "True means may attend" (the contract's
+    wording) and showed the explanation's code spans as literal backticks."""
+    from grader.class_report import class_statistics, html, markdown
+    from reference.catalogue import BY_ID, wording
+
+    row = {"student": "ann", "submission": "a.py", "report": "ann.json", "status": "graded",
+           "score": 5.0, "max_score": 10.0, "misconceptions": ["mask-inverted"], "errors": [],
+           "failed_checks": [], "seconds": 0.1}
+    stats = class_statistics([row], "pytorch-mha-convention")
+    told = wording("mask-inverted", frozenset({"mask:block"}))
+    item = stats["misconceptions"][0]
+    assert item["explanation"] == told.explanation != BY_ID["mask-inverted"].explanation
+    assert item["title"] == told.title
+    assert "`" in told.explanation
+    page = html(stats)
+    assert "`" not in page.split("<h2>Misconceptions</h2>")[1] and "<code>" in page
+    assert told.explanation.split("`")[0].strip() in markdown(stats)
+
+
+def test_reports_take_the_permissions_of_their_folder(tmp_path: Path) -> None:
+    """Reports were written -rw------- whatever the folder, so a TA in the course's group could
+    not read them: each file takes the folder's group and its owner's and group's permissions
+    (without execute bits), never every user's (reports hold the hidden probes' values)."""
+    import grp
+
+    out = tmp_path / "reports"
+    out.mkdir()
+    out.chmod(0o750)
+    groups = [g.gr_gid for g in grp.getgrall() if g.gr_gid != os.getegid()]
+    group = groups[0] if groups and os.geteuid() == 0 else os.getegid()
+    os.chown(out, -1, group)
+    submission = tmp_path / "class" / "ann.py"
+    submission.parent.mkdir()
+    submission.parent.chmod(0o700)
+    shutil.copy(ATTENTION / "correct_matmul.py", submission)
+    run_batch(discover([str(submission.parent)]), "attention", out, jobs=1)
+    written = sorted(out.iterdir())
+    assert {p.name for p in written} >= {"ann.json", "summary.csv", "summary.md", "report.html"}
+    for path in written:
+        assert (path.stat().st_mode & 0o777, path.stat().st_gid) == (0o640, group), path.name
+    out.chmod(0o775)
+    run_batch(discover([str(submission.parent)]), "attention", out, jobs=1, resume=False)
+    assert {p.stat().st_mode & 0o777 for p in out.iterdir()} == {0o660}

@@ -181,6 +181,31 @@ def test_autograder_zip_grades_like_the_cli(tmp_path: Path) -> None:
     assert (root / "source" / "autograder.json").stat().st_mode & 0o077 == 0
 
 
+@pytest.mark.parametrize("name", ["my-course/attention", "course/rope"])
+def test_a_course_folder_named_like_a_built_in_is_graded_as_itself_in_the_bundle(
+        tmp_path: Path, name: str) -> None:
+    """The README's own `my-course/attention` (its ID the folder's name, `attention`) was
+    replaced by the built-in inside the zip: correct code scored 10/10 locally and 0/10 there."""
+    from tests.test_platforms import _course_folder
+
+    source = "rope" if name.endswith("rope") else "attention"
+    function = {"attention": "scaled_dot_product_attention", "rope": "rope"}[source]
+    folder = _course_folder(tmp_path / name, source=source, function="course_" + function,
+                            signature=f"course_{function}(...)")
+    fixture = SUBMISSIONS / source / ("correct_matmul.py" if source == "attention" else
+                                      "correct_slices.py")
+    work = tmp_path / "work.py"
+    work.write_text(fixture.read_text().replace(f"def {function}(", f"def course_{function}("))
+    local = grade_json(work, "--assignment", str(folder), "--seed", "5")
+    assert local["score"] == local["max_score"] == rubric(str(folder))["max_score"]
+    zip_path = tmp_path / "autograder.zip"
+    built = run_cli("gradescope-zip", str(folder), "--output", str(zip_path), "--seed", "5")
+    assert built.returncode == 0, built.stderr
+    root = _autograder_root(tmp_path, zip_path)
+    (root / "submission" / "work.py").write_text(work.read_text())
+    assert _run_autograder(root)["score"] == local["score"]
+
+
 @pytest.mark.parametrize("preset,framework", [("cs231n-multi-head-attention", "torch"),
                                               ("coursera-dls-attention", "tensorflow"),
                                               ("attention", None)])
@@ -300,8 +325,10 @@ def test_action_declares_its_inputs_and_output() -> None:
             assert "${{" not in step["run"]
 
 
-def _run_action_step(tmp_path: Path, inputs: dict[str, str]) -> tuple[dict[str, str], str, str]:
-    """Run the action's grading step as the runner would, with temporary output files."""
+def _run_action_step(tmp_path: Path, inputs: dict[str, str], cwd: Path = ROOT
+                     ) -> tuple[dict[str, str], str, str]:
+    """Run the action's grading step as the runner would (in the repository ``cwd``), with
+    temporary output files."""
     action = _action()
     step = next(s for s in action["runs"]["steps"] if s.get("id") == "grade")
     values = {name: spec.get("default", "") for name, spec in action["inputs"].items()}
@@ -313,7 +340,7 @@ def _run_action_step(tmp_path: Path, inputs: dict[str, str]) -> tuple[dict[str, 
     output, summary = tmp_path / "github_output", tmp_path / "step_summary"
     env.update(GITHUB_OUTPUT=str(output), GITHUB_STEP_SUMMARY=str(summary))
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
-    done = subprocess.run(["bash", "-e", "-c", step["run"]], env=env, cwd=ROOT,
+    done = subprocess.run(["bash", "-e", "-c", step["run"]], env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
@@ -358,6 +385,53 @@ def test_action_step_grades_with_a_course_folder_from_the_repository(tmp_path: P
     result = json.loads(base64.b64decode(outputs["result"]))
     jsonschema.validate(result, contract("classroom_result.schema.json"))
     assert "scale-by-dk" in summary
+
+
+def _solve_kit_notebook(path: Path, function: str, solution: str) -> None:
+    """What a student does: replace the stub's body in the kit's notebook with their code."""
+    document = json.loads(path.read_text())
+    stub = next(cell for cell in document["cells"]
+                if "NotImplementedError" in "".join(cell["source"]))
+    stub["source"] = solution.replace("# expect:\n", "").splitlines(True)
+    assert f"def {function}(" in "".join(stub["source"])
+    path.write_text(json.dumps(document))
+
+
+@pytest.mark.parametrize("written", ["relative", "absolute"])
+def test_a_course_folders_kit_grades_its_own_assignment_on_every_push(
+        tmp_path: Path, written: str) -> None:
+    """`starter course/rope` once wrote a workflow naming the built-in `rope` and a notebook
+    path the kit did not have (every push scored 0), and, given an absolute path, wrote
+    `course/rope.py` over the teacher's own. The kit's workflow is run here as the action runs
+    it, in a copy of the kit."""
+    from tests.test_platforms import _course_folder
+
+    teacher = tmp_path / "teacher"
+    folder = _course_folder(teacher / "course" / "rope", source="rope", function="rotate",
+                            signature="rotate(x, positions=None, theta=10000.0)")
+    own = teacher / "course" / "rope.py"
+    own.write_text("# the teacher's own solution\n")
+    before = sorted(p for p in tmp_path.rglob("*"))
+    kit = tmp_path / "kit"
+    reference = "course/rope" if written == "relative" else str(folder)
+    done = subprocess.run([sys.executable, "-m", "grader", "starter", reference, "--out",
+                           str(kit)], cwd=teacher, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert own.read_text() == "# the teacher's own solution\n"
+    assert [p for p in sorted(tmp_path.rglob("*")) if not p.is_relative_to(kit)] == before
+
+    workflow = yaml.safe_load((kit / ".github" / "workflows" / "classroom.yml").read_text())
+    steps = workflow["jobs"]["run-autograding-tests"]["steps"]
+    grade_step = next(s for s in steps if s.get("uses") == ACTION_REFERENCE)
+    repository = tmp_path / "repository"
+    shutil.copytree(kit, repository)
+    notebook_path = repository / grade_step["with"]["submission"]
+    solution = (SUBMISSIONS / "rope" / "correct_slices.py").read_text()
+    _solve_kit_notebook(notebook_path, "rotate", solution.replace("def rope(", "def rotate("))
+    outputs, summary, _ = _run_action_step(tmp_path, dict(grade_step["with"]), cwd=repository)
+    result = json.loads(base64.b64decode(outputs["result"]))
+    assert result["status"] == "pass", summary
+    assert reporter_numbers(result)[0] == rubric(str(folder))["max_score"]
 
 
 def test_submission_cannot_forge_gradescope_results(tmp_path: Path) -> None:

@@ -279,3 +279,202 @@ def test_the_cluster_recipes_grade_each_shard_into_its_own_folder() -> None:
     text = sbatch.read_text()
     assert '--shard "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT"' in text
     assert "attention-grader merge" in text
+
+
+# --- a course's own folder, never a built-in ---------------------------------------------------
+
+def _course_folder(folder: Path, source: str = "attention", **changes: str) -> Path:
+    """A course's folder made as `new-assignment` makes it (its ID is the folder's name), with
+    top-level keys changed."""
+    from grader import registry
+
+    folder.mkdir(parents=True)
+    text = (registry.get(source).folder / registry.INTERFACE_FILE).read_text()
+    data = tomllib.loads(text)
+    lines = [f'id = "{folder.name}"', 'kind = "course"']
+    for key, value in {**changes}.items():
+        lines.append(f"{key} = {json.dumps(value)}")
+    body = "\n".join(line for line in text.splitlines()
+                     if line.split("=")[0].strip() not in {"id", "kind", *changes})
+    body = body.split("[canonical]")[0]
+    (folder / registry.INTERFACE_FILE).write_text("\n".join(lines) + "\n" + body)
+    assert data["id"] == source
+    return folder
+
+
+def test_a_path_names_a_course_folder_and_a_bare_name_a_shipped_assignment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rule (README, CONTRACT.md section 3): written as a path (a separator in it, or `.` or
+    `~` first), a reference is a folder, whatever its name; a bare name is a shipped ID first."""
+    from grader import registry
+
+    monkeypatch.chdir(tmp_path)
+    _course_folder(tmp_path / "attention", function="attend",
+                   signature="attend(Q, K, V, mask=None)")
+    _course_folder(tmp_path / "course" / "rope", source="rope", function="rotate",
+                   signature="rotate(x, positions=None, theta=10000.0)")
+    assert registry.get("attention").function == "scaled_dot_product_attention"
+    for written in ("./attention", str(tmp_path / "attention"), "attention/"):
+        assert registry.get(written).function == "attend"
+        assert not registry.is_shipped(registry.get(written))
+    assert registry.get("course/rope").function == "rotate"
+    assert registry.is_shipped(registry.get("rope"))
+    with pytest.raises(KeyError):
+        registry.get("./rope")  # a path that holds no assignment is no ID either
+    assert not registry.exists("./rope")
+
+
+@pytest.mark.parametrize("kind", ["preset", "course"])
+def test_a_course_kit_names_its_own_assignment_everywhere(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    """Without its assignment, a course's code is graded as the built-in (a CS336 student was
+    told to rename their function to ours): the check command, the notebook's cell, the pytest
+    line and the workflow of a course's kit all name it, a course folder by the copy the kit
+    carries."""
+    from grader.starter import kit_files
+
+    monkeypatch.chdir(tmp_path)
+    if kind == "preset":
+        reference = named = "cs336-rope"
+    else:
+        _course_folder(tmp_path / "course" / "rope", source="rope", function="rotate",
+                       signature="rotate(x, positions=None, theta=10000.0)")
+        reference, named = "course/rope", "./course-assignment"
+    files = kit_files(reference)
+    stem = "cs336-rope" if kind == "preset" else "rope"
+    readme, notebook = files["README.md"], files[f"{stem}.ipynb"]
+    assert f"attention-grader check {stem}.ipynb --assignment {named}" in readme
+    assert f"pytest --attention-submission {stem}.ipynb --attention-assignment {named}" in readme
+    assert f"assignment={named!r})" in readme
+    assert f"assignment={named!r})" in notebook
+    assert f"--assignment {named}" in files[f"{stem}.py"]
+    workflow = files[".github/workflows/classroom.yml"]
+    assert f"assignment: {named}\n" in workflow and f"submission: {stem}.ipynb\n" in workflow
+    if kind == "course":
+        assert 'function = "rotate"' in files["course-assignment/assignment.toml"]
+        assert json.loads(files["course-assignment/rubric.json"])["max_score"] == 10
+
+
+def _with_checks_left_out(report: dict[str, Any], left_out: tuple[str, ...],
+                          why: str) -> dict[str, Any]:
+    """``report`` as the pipeline writes it for an interface that cannot express some probes."""
+    changed = copy.deepcopy(report)
+    points = {c["id"]: c["max_points"] for c in changed["checks"]}
+    changed["checks"] = [c for c in changed["checks"] if c["id"] not in left_out]
+    changed["max_score"] = round(sum(c["max_points"] for c in changed["checks"]), 4)
+    changed["score"] = min(changed["score"], changed["max_score"])
+    changed["metadata"]["not_probed"] = [{"check": c, "why": why, "points": points[c]}
+                                         for c in left_out]
+    return changed
+
+
+@pytest.mark.parametrize("view", ["text", "markdown", "html", "gradescope"])
+@pytest.mark.parametrize("hidden", [False, True])
+def test_every_view_says_why_the_maximum_is_what_it_is(view: str, hidden: bool) -> None:
+    """A course's interface that cannot express some probes grades out of fewer points (DLS's
+    look-ahead mask out of 6.5): only the plain text once said why."""
+    left_out = ("values-masked", "masked-keys-zero-weight")
+    report = _with_checks_left_out(_report("amara"), left_out, "the interface takes no mask")
+    if hidden:
+        report = _on_hidden_probes(report)
+    output = RENDERERS[view](report)
+    pages = [output] if view != "gradescope" else [json.loads(output)["output"]]
+    page = " ".join(pages[0].split())
+    assert f"out of {report['max_score']:g}, not 10" in page.replace("**", "")
+    assert "the interface takes no mask" in page
+    for check in left_out:
+        assert check.replace("-", "\\-") in page or check in page
+
+
+@pytest.mark.parametrize("preset,maximum", [("coursera-dls-look-ahead-mask", 6.5),
+                                            ("cs336-causal-self-attention-rope", 5.0)])
+def test_a_starter_readme_states_the_real_maximum(preset: str, maximum: float) -> None:
+    """The kit's README promised 10 points where the course's interface leaves checks out."""
+    from grader.core.assignments import get
+    from grader.core.scoring import max_score
+    from grader.model import DEFAULT_SEED
+    from grader.starter import kit_files
+
+    spec = get(preset)
+    assert max_score(spec, spec.probes(DEFAULT_SEED)) == maximum
+    readme = kit_files(preset)["README.md"]
+    assert f"## How it is graded ({maximum:g} points)" in readme
+    left_out = [c["id"] for c in spec.rubric()["checks"]
+                if f"| `{c['id']}` |" not in readme]
+    assert left_out and all(check in readme.split("| check |")[0] for check in left_out)
+
+
+@pytest.mark.parametrize("visibility", ["after_due_date", "after_published", "hidden"])
+def test_gradescopes_visible_output_keeps_hidden_points_secret(visibility: str) -> None:
+    """Gradescope hides the total score while tests are hidden (its specs.md, "Controlling
+    Test Case Visibility"); the always-visible output showed the score and every check's
+    points whatever --hidden-visibility said."""
+    report = _on_hidden_probes(_report("chen"))
+    results = json.loads(gradescope.render(report, hidden_visibility=visibility))
+    output = results["output"]
+    hidden = [t for t in results["tests"] if t["visibility"] != "visible"]
+    assert hidden
+    assert f"{report['score']:g} / {report['max_score']:g}" not in output
+    assert "Score" not in output
+    for test in hidden:
+        assert f"`{test['name']}`" not in output
+    assert "mask-inverted" in output  # the feedback itself stays
+    shown = json.loads(gradescope.render(report, hidden_visibility="visible"))["output"]
+    assert f"Score: {report['score']:g} / {report['max_score']:g}" in shown
+
+
+def _setup_sh(tmp_path: Path, assignment: str, *packages: str) -> str:
+    import zipfile
+
+    zip_path = tmp_path / "autograder.zip"
+    gradescope.build_zip(assignment, zip_path, seed=1, packages=packages)
+    return zipfile.ZipFile(zip_path).read("setup.sh").decode()
+
+
+def test_setup_passes_pip_arguments_as_pip_reads_them(tmp_path: Path) -> None:
+    """`--package "torch --index-url URL"` (the action's own example) was written as one quoted
+    word, which pip rejects; its index then applies to that package alone."""
+    import shlex
+
+    url = "https://download.pytorch.org/whl/cpu"
+    setup = _setup_sh(tmp_path, "cs231n-multi-head-attention", f"torch --index-url {url}",
+                      "scipy")
+    installs = [shlex.split(line) for line in setup.splitlines()
+                if line.startswith("/autograder/venv/bin/pip install") and "attention-grader"
+                not in line and "--upgrade" not in line]
+    assert sorted(installs) == sorted([
+        ["/autograder/venv/bin/pip", "install", "scipy"],
+        ["/autograder/venv/bin/pip", "install", "torch", "--index-url", url]])
+
+
+@pytest.mark.parametrize("arrays,given", [
+    ("tensorflow", "tensorflow-cpu"), ("tensorflow", "tensorflow-gpu==2.15"),
+    ("tensorflow", "tf-nightly"), ("jax", "jax[cuda12]"), ("jax", "JAX[cpu]>=0.4"),
+    ("torch", "torch --index-url https://download.pytorch.org/whl/cpu"),
+    ("torch", "torch==2.3.0+cpu"), ("torch", "torch @ https://example.org/torch-2.3.0.whl"),
+    ("torch", "https://example.org/wheels/torch-2.3.0+cpu-cp311-cp311-linux_x86_64.whl")])
+def test_a_variant_of_the_framework_is_the_framework(arrays: str, given: str) -> None:
+    """`--package tensorflow-cpu` installed `tensorflow` as well: a variant the instructor
+    gives is the framework, not a package beside it."""
+    from grader import registry
+
+    interface = registry.Interface(arrays=arrays)
+    assert registry.framework_packages(interface, (given,)) == ()
+    assert registry.framework_packages(interface, ("scipy",)) == (
+        registry.FRAMEWORK_PACKAGES[arrays],)
+    assert registry.framework_packages(interface, ("torchvision", "jax-metal", "tensorflow-hub")
+                                       ) == (registry.FRAMEWORK_PACKAGES[arrays],)
+
+
+def test_the_docs_name_the_contract_and_install_what_exists() -> None:
+    """The README called the contract "SPEC" without saying it is CONTRACT.md, and the shipped
+    example notebook told students to `pip install attention-grader`, which is not published."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    assert not re.findall(r"\bSPEC\b", readme)
+    assert "[CONTRACT.md](CONTRACT.md)" in readme
+    shipped = [p for p in ROOT.glob("assignments/**/*") if p.suffix in (".ipynb", ".md", ".py")]
+    shipped += [ROOT / "README.md", ROOT / "grader" / "batch.py"]
+    unpublished = re.compile(r"pip install '?attention-grader")
+    assert [p.name for p in shipped if unpublished.search(p.read_text())] == []

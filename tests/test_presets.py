@@ -249,9 +249,12 @@ def test_new_assignment_writes_a_folder_every_integration_accepts(tmp_path: Path
     import zipfile
 
     names = zipfile.ZipFile(zip_path).namelist()
-    assert "attention-grader/assignments/my-attention/assignment.toml" in names
+    # (beside the grader, not among the shipped assignments: its ID could be a built-in's)
+    assert "course-assignment/assignment.toml" in names
+    assert not [n for n in names if "assignments/my-attention" in n]
     config = json.loads(zipfile.ZipFile(zip_path).read("autograder.json"))
     assert config["assignment"] == "my-attention"
+    assert config["assignment_folder"] == "course-assignment"
     assert run_cli("new-assignment", "--from", "attention", "--out", str(folder)).returncode == 2
 
 

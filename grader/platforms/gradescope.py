@@ -7,7 +7,8 @@
 - ``build_zip``: ``autograder.zip``, holding ``setup.sh`` and ``run_autograder`` at its root, the
   grader itself (so setup never depends on an unpublished package; its requirements are the
   project's own) and ``autograder.json`` (assignment, secret seed, visibility of the hidden
-  probes' tests).
+  probes' tests); a course's own assignment folder goes beside them, ``course-assignment/``,
+  and is graded by its path (its ID may be a built-in's).
 - ``run``: ``run_autograder`` calls ``python -m grader.platforms.gradescope run``, which grades
   what is in ``<root>/submission`` and always writes ``<root>/results/results.json``; if even
   Python fails, the shell script writes a zero-score results file that says so.
@@ -34,11 +35,14 @@ from grader import registry
 from grader.render import markdown
 from grader.render.formats import Format, Page
 from grader.render.verdict import units
-from grader.render.visible import student_view
+from grader.render.visible import student_view, without_hidden_points
 
 #: Gradescope's visibility settings for a test (its specs.md, "Controlling Test Case Visibility")
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 DEFAULT_VISIBILITY = "after_published"
+#: when a student sees a test of each visibility, as the always-visible output says it
+SHOWN_WHEN = {"hidden": "to the course staff only", "after_due_date": "after the due date",
+              "after_published": "when the grades are published", "visible": "now"}
 
 
 # --- results.json ------------------------------------------------------------------------------
@@ -82,9 +86,13 @@ def render(report: dict[str, Any], *, hidden_visibility: str = DEFAULT_VISIBILIT
         tests += [_check_test(check, tags, hidden_visibility, prefix) for check in unit["checks"]]
         if unit["status"] != "graded":
             tests.append(_not_graded_test(shown, prefix))
+    # while tests are hidden Gradescope hides the total score: the output, always visible,
+    # shows neither it nor the hidden tests' points
+    page = (view if hidden_visibility == "visible"
+            else without_hidden_points(report, SHOWN_WHEN[hidden_visibility]))
     results = {
         "score": report["score"],
-        "output": markdown.render(view),
+        "output": markdown.render(page),
         "output_format": "md",
         "stdout_visibility": "hidden",
         "execution_time": report.get("metadata", {}).get("duration_seconds", 0.0),
@@ -108,6 +116,9 @@ FORMAT = Format("gradescope", render, student_pages, keeps_hidden_tests_secret=T
 
 CONFIG_NAME = "autograder.json"
 BUNDLE_DIR = "attention-grader"
+#: where the zip carries a course's own assignment folder (beside the grader, never among the
+#: shipped assignments, whose IDs it may share)
+COURSE_DIR = "course-assignment"
 
 SETUP_SH = """\
 #!/usr/bin/env bash
@@ -127,8 +138,8 @@ chmod -R go-rwx /autograder/source
 """
 EXTRA_PACKAGES = """\
 # packages the submissions may import, asked for with gradescope-zip --package
-/autograder/venv/bin/pip install {packages}
 """
+PIP_INSTALL = "/autograder/venv/bin/pip install {arguments}\n"
 
 RUN_AUTOGRADER = """\
 #!/usr/bin/env bash
@@ -220,50 +231,58 @@ def _copy_package(name: str, destination: Path) -> None:
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "_assignments"))
 
 
-def _course_folders(extra: registry.AssignmentInfo | None) -> list[registry.AssignmentInfo]:
-    """A course's own assignment and, when it is made of parts, its parts that are course
-    folders too (each bundled under its ID, which must not be a shipped one's)."""
-    if extra is None:
-        return []
-    parts = [found for found, _ in registry.parts_of(extra)] if extra.multi_part else []
-    own = [found for found in parts if found.id not in registry.shipped()]
-    clash = [found.id for found in parts if found.kind == "course" and found not in own]
-    if clash:
-        raise ValueError(f"the parts {', '.join(clash)} of {extra.id} are course folders whose "
-                         "IDs are shipped assignments' too: give them IDs of their own")
-    return [extra, *own]
-
-
-def _interface_text(info: registry.AssignmentInfo) -> str:
-    """The assignment.toml to bundle: as written, but a multi-part one names its parts by the
-    IDs they are bundled under (a relative folder means nothing inside the bundle)."""
-    text = (info.folder / registry.INTERFACE_FILE).read_text(encoding="utf-8")
-    if not info.multi_part:
-        return text
-    import tomlkit
-
-    document = tomlkit.parse(text)
-    for table, (found, _) in zip(document["parts"], registry.parts_of(info)):
-        table["assignment"] = found.id
-    return tomlkit.dumps(document)
-
-
-def write_bundle(destination: Path, extra: registry.AssignmentInfo | None = None) -> None:
+def write_bundle(destination: Path) -> None:
     """An installable copy of the grader in ``destination`` (pip install DESTINATION works),
-    with every shipped assignment and, when given, a course's own (``extra``, with the course
-    folders among its parts)."""
+    with every shipped assignment (a course's own folder goes beside it, ``COURSE_DIR``)."""
     destination.mkdir(parents=True, exist_ok=True)
     _copy_package("grader", destination)
     _copy_package("reference", destination)
-    for info in [*registry.shipped().values(), *_course_folders(extra)]:
-        target = destination / "assignments" / info.id
-        target.mkdir(parents=True, exist_ok=True)
-        (target / registry.INTERFACE_FILE).write_text(_interface_text(info))
-        # (a course folder may use its task's rubric: the one that applies is written)
-        (target / registry.RUBRIC_FILE).write_text(json.dumps(registry.rubric_of(info),
-                                                              indent=2))
+    for info in registry.shipped().values():
+        _write_assignment(info, destination / "assignments" / info.id)
     (destination / "assignments" / "__init__.py").write_text("")
     (destination / "pyproject.toml").write_text(_project_toml(destination))
+
+
+def _write_assignment(info: registry.AssignmentInfo, target: Path) -> None:
+    """An assignment's folder: its ``assignment.toml`` and its rubric (a course folder may use
+    its task's, written out here); a multi-part one's course-folder parts inside it, each
+    named by its new path (``./part-1``)."""
+    target.mkdir(parents=True, exist_ok=True)
+    text = (info.folder / registry.INTERFACE_FILE).read_text(encoding="utf-8")
+    if info.multi_part:
+        import tomlkit
+
+        document = tomlkit.parse(text)
+        for number, (table, (found, _)) in enumerate(
+                zip(document["parts"], registry.parts_of(info)), 1):
+            if not registry.is_shipped(found):
+                _write_assignment(found, target / f"part-{number}")
+                table["assignment"] = f"./part-{number}"
+        text = tomlkit.dumps(document)
+    (target / registry.INTERFACE_FILE).write_text(text)
+    (target / registry.RUBRIC_FILE).write_text(json.dumps(registry.rubric_of(info), indent=2))
+
+
+def assignment_of(config: dict[str, Any], source: Path) -> str:
+    """The assignment the configuration grades: a shipped ID, or the course's folder the zip
+    carries (``source/COURSE_DIR``), by its path: its ID may be a built-in's."""
+    folder = config.get("assignment_folder")
+    return str((source / folder).resolve()) if folder else str(config["assignment"])
+
+
+def extra_installs(packages: Sequence[str]) -> str:
+    """setup.sh's lines installing ``packages``, each a string of pip arguments (split as a
+    shell would: "torch --index-url URL" is three): plain requirements in one pip call, each
+    one with options (an index) in a call of its own, so its options apply to it alone."""
+    try:
+        split = {p: shlex.split(p) for p in packages}
+    except ValueError as exc:
+        raise ValueError(f"a --package value is not pip arguments: {exc}") from None
+    plain = [p for p in packages if not any(w.startswith("-") for w in split[p])]
+    calls = [plain] if plain else []
+    calls += [[p] for p in packages if p not in plain]
+    return (EXTRA_PACKAGES if calls else "") + "".join(PIP_INSTALL.format(arguments=" ".join(
+        shlex.quote(word) for p in call for word in split[p])) for call in calls)
 
 
 def build_zip(assignment: str, output: Path, *, seed: int | None = None,
@@ -277,7 +296,9 @@ def build_zip(assignment: str, output: Path, *, seed: int | None = None,
     if not registry.exists(assignment):
         raise ValueError(registry.unknown_assignment(assignment))
     info = registry.get(assignment)
-    extra = None if info.id in registry.shipped() else info
+    # a course's folder travels beside the package, named by its path: inside it, under its
+    # ID, `my-course/attention` was the built-in `attention`, and correct code scored 0
+    course = None if registry.is_shipped(info) else info
     if hidden_visibility not in VISIBILITIES:
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}")
     # the framework the course's code is written in is installed with the grader (a torch
@@ -292,11 +313,14 @@ def build_zip(assignment: str, output: Path, *, seed: int | None = None,
         "hidden_visibility": hidden_visibility,
         "packages": list(packages),
     }
-    setup = SETUP_SH + (EXTRA_PACKAGES.format(packages=" ".join(shlex.quote(p) for p in packages))
-                        if packages else "")
+    if course is not None:
+        config["assignment_folder"] = COURSE_DIR
+    setup = SETUP_SH + extra_installs(packages)
     with tempfile.TemporaryDirectory() as scratch:
         bundle = Path(scratch) / BUNDLE_DIR
-        write_bundle(bundle, extra)
+        write_bundle(bundle)
+        if course is not None:
+            _write_assignment(course, Path(scratch) / COURSE_DIR)
         output.parent.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(output, "w", zipfile.ZIP_DEFLATED) as archive:
             for name, text in (("setup.sh", setup), ("run_autograder", RUN_AUTOGRADER)):
@@ -304,9 +328,9 @@ def build_zip(assignment: str, output: Path, *, seed: int | None = None,
                 entry.external_attr = 0o755 << 16
                 archive.writestr(entry, text)
             archive.writestr(CONFIG_NAME, json.dumps(config, indent=2) + "\n")
-            for path in sorted(bundle.rglob("*")):
+            for path in sorted(Path(scratch).rglob("*")):
                 if path.is_file():
-                    archive.write(path, f"{BUNDLE_DIR}/{path.relative_to(bundle)}")
+                    archive.write(path, str(path.relative_to(scratch)))
     return config
 
 
@@ -322,8 +346,9 @@ def _no_submission_results(folder: Path) -> dict[str, Any]:
     }
 
 
-def run(root: Path, config: dict[str, Any]) -> Path:
-    """Grade ``root/submission`` as configured; write and return ``root/results/results.json``."""
+def run(root: Path, config: dict[str, Any], source: Path | None = None) -> Path:
+    """Grade ``root/submission`` as configured (the zip unpacked in ``source``, by default
+    ``root/source``); write and return ``root/results/results.json``."""
     from grader.files import write_atomically
     from grader.load import candidates
     from grader.pipeline import grade_best_of
@@ -335,7 +360,8 @@ def run(root: Path, config: dict[str, Any]) -> Path:
         write_atomically(results_path, json.dumps(_no_submission_results(folder), indent=2))
         return results_path
     # several files (a notebook and a .py, say): each is graded and the best one counts
-    report = grade_best_of(files, assignment=config["assignment"],
+    assignment = assignment_of(config, source or root / "source")
+    report = grade_best_of(files, assignment=assignment,
                            seed=int(config.get("seed", 0)))
     text = render(report, hidden_visibility=config.get("hidden_visibility", DEFAULT_VISIBILITY))
     # written here, after the submission's processes are gone, replacing whatever it may have
@@ -353,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
     config_path = arguments.config or arguments.root / "source" / CONFIG_NAME
     config = json.loads(config_path.read_text())
-    print(f"results: {run(arguments.root, config)}", file=sys.stderr)
+    print(f"results: {run(arguments.root, config, config_path.parent)}", file=sys.stderr)
     return 0
 
 

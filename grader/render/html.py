@@ -14,6 +14,7 @@ from grader.render.verdict import (
     grading_errors,
     literal_fixes,
     located,
+    maximum_note,
     notes,
     part_line,
     part_views,
@@ -60,6 +61,8 @@ def render(report: dict[str, Any]) -> str:
              + ("" if graded else " (the submission could not be graded)") + "</p>"]
     if meta.get("submission"):
         parts.append(f"<p>Submission: <code>{escape(str(meta['submission']))}</code></p>")
+    if maximum_note(report):
+        parts.append(f"<p>{escape(str(maximum_note(report)))}</p>")
     if seed_note(report):
         parts.append(f"<p>{escape(str(seed_note(report)))}</p>")
     if report["misconceptions"] or grading_errors(report):  # the first screen: what to fix

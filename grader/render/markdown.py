@@ -20,6 +20,7 @@ from grader.render.verdict import (
     grading_errors,
     literal_fixes,
     located,
+    maximum_note,
     notes,
     part_line,
     part_views,
@@ -62,12 +63,16 @@ def render(report: dict[str, Any]) -> str:
     lines = [
         f"## attention-grader: {inline(str(report['assignment']))}",
         "",
+        # (a page shown while hidden tests are, withholds the score: visible.without_hidden_points)
+        str(meta["score_withheld"]) if meta.get("score_withheld") else
         f"**Score: {report['score']:g} / {report['max_score']:g}**"
         + ("" if report["status"] == "graded" else " (the submission could not be graded)"),
         "",
     ]
     if meta.get("submission"):
         lines += [f"Submission: {inline(str(meta['submission']))}", ""]
+    if maximum_note(report):
+        lines += [inline(str(maximum_note(report))), ""]
     if seed_note(report):
         lines += [inline(str(seed_note(report))), ""]
     if report["misconceptions"] or grading_errors(report):  # the first screen: what to fix
@@ -122,11 +127,14 @@ def render(report: dict[str, Any]) -> str:
 def _render_parts(report: dict[str, Any]) -> str:
     meta = report.get("metadata", {})
     views = part_views(report)
+    withheld = meta.get("score_withheld")  # (hidden tests' points: no total, no part's)
     lines = [f"## attention-grader: {inline(str(report['assignment']))}", "",
+             f"**{inline(str(withheld))}**" if withheld else
              f"**Total: {report['score']:g} / {report['max_score']:g}**", ""]
     if meta.get("submission"):
         lines += [f"Submission: {inline(str(meta['submission']))}", ""]
-    lines += [f"{number}. {inline(part_line(view))}" for number, view in enumerate(views, 1)]
+    lines += [f"{number}. {inline(view['assignment'] if withheld else part_line(view))}"
+              for number, view in enumerate(views, 1)]
     for number, view in enumerate(views, 1):
         page = render(view).split("\n")
         title = (f"### Part {number} of {len(views)}: {inline(str(view['assignment']))} "

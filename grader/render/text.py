@@ -13,6 +13,7 @@ from grader.render.verdict import (
     grading_errors,
     literal_fixes,
     located,
+    maximum_note,
     notes,
     part_line,
     part_views,
@@ -46,6 +47,8 @@ def summary(report: dict[str, Any]) -> list[str]:
     out = [f"attention-grader: {report['assignment']} ({function}) - {meta.get('submission', '')}",
            f"Score: {report['score']:g} / {report['max_score']:g}"
            + ("" if report["status"] == "graded" else "  (could not be graded)"), ""]
+    if maximum_note(report):  # (check IDs kept whole)
+        out[-1:] = [textwrap.fill(str(maximum_note(report)), 96, break_on_hyphens=False), ""]
     if seed_note(report):
         out[-1:] = [_wrap(str(seed_note(report)), ""), ""]
     if report["misconceptions"] or grading_errors(report):
@@ -81,9 +84,6 @@ def summary(report: dict[str, Any]) -> list[str]:
     for note in ("precision_note",):
         if meta.get(note):
             out += [f"Note: {meta[note]}.", ""]
-    for skipped in meta.get("not_probed", [])[:1]:
-        checks = ", ".join(n["check"] for n in meta["not_probed"])
-        out += [f"Not tested ({skipped['why']}): {checks}.", ""]
     return out
 
 

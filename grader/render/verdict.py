@@ -134,6 +134,20 @@ def located(report: dict[str, Any]) -> tuple[str, str | None] | None:
 LOCATED_HEADING = "Where it first goes wrong"
 
 
+def maximum_note(report: dict[str, Any]) -> str | None:
+    """Why the maximum is below the rubric's (a course's interface that cannot take some test
+    inputs: the checks built on them are not run), or None."""
+    left_out = report.get("metadata", {}).get("not_probed") or []
+    if not left_out:
+        return None
+    full = report["max_score"] + sum(float(n.get("points", 0.0)) for n in left_out)
+    instead = f", not {full:g}" if full > report["max_score"] else ""
+    why = "; ".join(sorted({str(n["why"]) for n in left_out}))
+    return (f"Graded out of {report['max_score']:g}{instead}: the course's interface cannot take "
+            f"some test inputs ({why}), so these checks were not run: "
+            + ", ".join(str(n["check"]) for n in left_out) + ".")
+
+
 def seed_note(report: dict[str, Any]) -> str | None:
     """Under hidden tests, why a wrong submission's score may differ from the self-check's."""
     if not report.get("metadata", {}).get("hidden_probes") or report["score"] >= report["max_score"]:
@@ -153,7 +167,7 @@ def part_views(report: dict[str, Any]) -> list[dict[str, Any]]:
     views = []
     verdicts = meta.get("part_verdicts", [])
     for number, part in enumerate(report.get("parts", [])):
-        own = {key: meta[key] for key in _PART_METADATA if key in meta}
+        own = {key: meta[key] for key in (*_PART_METADATA, "score_withheld") if key in meta}
         own["function"] = part["function"]
         if part.get("not_probed"):
             own["not_probed"] = part["not_probed"]

@@ -57,3 +57,18 @@ def _withhold(view: dict[str, Any]) -> None:
     if view.get("located"):
         message = str(view["located"]["message"])
         view["located"]["message"] = message.split(_LOCATED_NUMBERS)[0].rstrip(".") + "."
+
+
+def without_hidden_points(report: dict[str, Any], when: str) -> dict[str, Any]:
+    """``student_view(report)`` for a page shown while the tests on hidden probes are not:
+    without the score and without the hidden checks (their points add up to it), saying
+    ``when`` the student sees them. Gradescope hides the total score while tests are hidden;
+    its always-visible output must not show it either."""
+    view = copy.deepcopy(student_view(report))
+    if not any(check.get("hidden") for check in view["checks"]):
+        return view
+    for part in [view, *view.get("parts", [])]:  # (a multi-part report: each part's too)
+        part["checks"] = [check for check in part["checks"] if not check.get("hidden")]
+    view["metadata"]["score_withheld"] = (
+        f"Your score and the tests on hidden inputs are shown {when}.")
+    return view
