@@ -399,7 +399,7 @@ def run_dask_chunks(todo: Sequence[tuple[int, str, Job]], out_dir: Path, schedul
         from distributed import Client
     except ImportError as exc:  # pragma: no cover - distributed is in the test extra
         raise RuntimeError("--executor dask needs the `distributed` package: "
-                           "pip install 'attention-grader[distributed]'") from exc
+                           "pip install '.[distributed]' in the grader's repository") from exc
     items = list(todo)
     with Client(scheduler) as client:
         chunks = [items[start:start + chunk_size] for start in range(0, len(items), chunk_size)]
