@@ -10,6 +10,7 @@ allows it (SIGALRM in the main thread).
 
 from __future__ import annotations
 
+import builtins
 import functools
 import inspect
 import linecache
@@ -19,11 +20,12 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from grader import registry
 from grader.config import DEFAULT_LIMITS
-from grader.model import DEFAULT_SEED, CallOutcome, Probe, TracedValue
+from grader.model import DEFAULT_SEED, CallOutcome, Probe, TracedValue, printable_name
 
 
 class _CallTimeout(BaseException):
@@ -105,8 +107,11 @@ def _copy_args(probe: Probe) -> tuple[list[Any], dict[int, Any]]:
     return args, made
 
 
-def _student_traceback(exc: BaseException) -> str:
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
+def _student_traceback(exc: BaseException, student_file: str | None = None) -> str:
+    """The last frames of the traceback and the exception: every frame but this module's, or
+    (``student_file`` given) only that file's, as the sandbox lists them."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if f.filename == student_file or (student_file is None and f.filename != __file__)]
     text = "".join(traceback.format_list(frames[-4:]))
     return (text + "".join(traceback.format_exception_only(type(exc), exc)))[-2000:]
 
@@ -130,7 +135,8 @@ def _with_deadline(seconds: float, call: Callable[[], Any]) -> Any:
 
 def call_probes(function: Callable[..., Any], probes: Sequence[Probe],
                 call_seconds: float = DEFAULT_LIMITS.call_seconds,
-                calling: dict[str, Any] | None = None) -> list[CallOutcome]:
+                calling: dict[str, Any] | None = None,
+                student_file: str | None = None) -> list[CallOutcome]:
     """Call ``function`` on every probe, in this process, with the sandbox's conventions.
 
     Warnings and NumPy floating-point errors behave as in the sandbox's fresh interpreter (shown,
@@ -141,11 +147,11 @@ def call_probes(function: Callable[..., Any], probes: Sequence[Probe],
 
     with warnings.catch_warnings(), np.errstate(divide="warn", over="warn", invalid="warn", under="ignore"):
         warnings.simplefilter("default")
-        return _call_each(function, probes, call_seconds, calling or {})
+        return _call_each(function, probes, call_seconds, calling or {}, student_file)
 
 
-def _call_each(function: Callable[..., Any], probes: Sequence[Probe],
-               call_seconds: float, calling: dict[str, Any]) -> list[CallOutcome]:
+def _call_each(function: Callable[..., Any], probes: Sequence[Probe], call_seconds: float,
+               calling: dict[str, Any], student_file: str | None) -> list[CallOutcome]:
     from grader.sandbox import interface
     from grader.sandbox.returns import WrongReturn, check_binding, to_arrays
 
@@ -179,7 +185,8 @@ def _call_each(function: Callable[..., Any], probes: Sequence[Probe],
             outcomes.append(CallOutcome(probe.id, "memory-limit", "MemoryError"))
             continue
         except BaseException as exc:  # noqa: BLE001 - the student's function may raise anything
-            outcomes.append(CallOutcome(probe.id, "runtime-error", _student_traceback(exc)))
+            outcomes.append(CallOutcome(probe.id, "runtime-error",
+                                        _student_traceback(exc, student_file)))
             continue
         seconds = time.perf_counter() - started
         traced = _traced(function, invoke, probe) if probe.traced else ()
@@ -262,6 +269,41 @@ def grade_function(function: Callable[..., Any], assignment: str, *,
     report = evaluate(spec, probes, outcomes, [], metadata, sources=(source,) if source else ())
     report["metadata"]["duration_seconds"] = round(time.monotonic() - started, 3)
     validate(report)
+    return report
+
+
+def grade_file(path: str | Path, assignment: str, *,
+               seed: int = DEFAULT_SEED) -> dict[str, Any]:
+    """Grade a ``.py`` file in this process and return the report ``grader.grade`` gives it, but
+    for what describes the run (``duration_seconds``, ``isolation``, ``stdout``).
+
+    For trusted code only, the grader's own test fixtures: the file runs here with none of the
+    sandbox's isolation or limits (a call still has its time limit). Like the sandbox, it runs
+    as module ``submission`` compiled under its bare file name, and a traceback lists that
+    file's own frames only. A file that cannot be loaded raises.
+    """
+    from grader.core.assignments import get
+    from grader.load import load
+    from grader.pipeline import base_metadata, evaluate
+
+    started = time.monotonic()
+    submission = load(Path(path))
+    if submission.kind != "py":
+        raise ValueError(f"{path}: grade_file grades .py files only")
+    spec = get(assignment)
+    name = printable_name(submission.path.name)
+    source, = submission.sources
+    namespace: dict[str, Any] = {"__builtins__": builtins, "__file__": name,
+                                 "__name__": "submission"}
+    probes = spec.probes(seed)
+    with warnings.catch_warnings(record=True):  # what the sandbox's child prints, not shown
+        warnings.simplefilter("default")
+        exec(compile(source, name, "exec", dont_inherit=True), namespace)
+        outcomes = call_probes(namespace[spec.function], probes, calling=spec.calling(),
+                               student_file=name)
+    metadata = {**base_metadata(seed, name, spec.function), "isolation": ["none: in-process"]}
+    report = evaluate(spec, probes, outcomes, [], metadata, sources=submission.sources)
+    report["metadata"]["duration_seconds"] = round(time.monotonic() - started, 3)
     return report
 
 
