@@ -5,7 +5,8 @@ own code in their own kernel, exactly as when they call it themselves. The probe
 and the scoring are the ones ``attention-grader check`` uses, so the score and the misconceptions
 are the same; only the isolation (and with it the protection against code that hangs, crashes the
 kernel or tampers with the grader) is missing. Each call still has a time limit where the platform
-allows it (SIGALRM in the main thread).
+allows it (SIGALRM in the main thread). ``grade_file`` grades a trusted file the same way (the
+grader's own test fixtures, tests/README.md), with the report the sandbox gives it.
 """
 
 from __future__ import annotations

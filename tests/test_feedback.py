@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from grader import sandbox
 from grader.render import text
 
 from .conftest import (
@@ -300,11 +301,22 @@ GRADED_RUNS = [*((p, 0) for p in sorted(SUBMISSIONS.rglob("*.py"))), *((p, 3) fo
 VOLATILE = ("duration_seconds", "isolation", "stdout")
 
 
+@pytest.fixture
+def forked_runs() -> Iterator[None]:
+    """Submissions run in forks of the pre-warmed server, as batch runs them and as
+    bench/snapshot_reports.py compares reports: half the time of a fresh interpreter each
+    (test_sandbox.py holds every guarantee both ways)."""
+    sandbox.use_fork_server(True)
+    yield
+    sandbox.use_fork_server(False)
+
+
 @e2e
 @pytest.mark.parametrize("path,seed", GRADED_RUNS,
                          ids=[f"{p.relative_to(SUBMISSIONS).with_suffix('')}@{s}"
                               for p, s in GRADED_RUNS])
-def test_in_process_grading_gives_the_sandboxs_report(path: Path, seed: int) -> None:
+def test_in_process_grading_gives_the_sandboxs_report(path: Path, seed: int,
+                                                      forked_runs: None) -> None:
     """The tests that read the fixtures' reports grade them in this process unless told
     otherwise (``--fixture-grading``): for every fixture, the report is the one ``grade`` gives
     through the sandbox, field for field, but for what describes the run."""
