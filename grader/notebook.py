@@ -5,11 +5,13 @@ own code in their own kernel, exactly as when they call it themselves. The probe
 and the scoring are the ones ``attention-grader check`` uses, so the score and the misconceptions
 are the same; only the isolation (and with it the protection against code that hangs, crashes the
 kernel or tampers with the grader) is missing. Each call still has a time limit where the platform
-allows it (SIGALRM in the main thread).
+allows it (SIGALRM in the main thread). ``grade_file`` grades a trusted file the same way (the
+grader's own test fixtures, tests/README.md), with the report the sandbox gives it.
 """
 
 from __future__ import annotations
 
+import builtins
 import functools
 import inspect
 import linecache
@@ -19,11 +21,12 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from grader import registry
 from grader.config import DEFAULT_LIMITS
-from grader.model import DEFAULT_SEED, CallOutcome, GraderError, Probe, TracedValue
+from grader.model import DEFAULT_SEED, CallOutcome, GraderError, Probe, TracedValue, printable_name
 
 
 class _CallTimeout(BaseException):
@@ -105,8 +108,11 @@ def _copy_args(probe: Probe) -> tuple[list[Any], dict[int, Any]]:
     return args, made
 
 
-def _student_traceback(exc: BaseException) -> str:
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
+def _student_traceback(exc: BaseException, student_file: str | None = None) -> str:
+    """The last frames of the traceback and the exception: every frame but this module's, or
+    (``student_file`` given) only that file's, as the sandbox lists them."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if f.filename == student_file or (student_file is None and f.filename != __file__)]
     text = "".join(traceback.format_list(frames[-4:]))
     return (text + "".join(traceback.format_exception_only(type(exc), exc)))[-2000:]
 
@@ -129,7 +135,8 @@ def _with_deadline(seconds: float, call: Callable[[], Any]) -> Any:
 
 
 def call_probes(function: Callable[..., Any], probes: Sequence[Probe], calling: dict[str, Any],
-                call_seconds: float = DEFAULT_LIMITS.call_seconds) -> list[CallOutcome]:
+                call_seconds: float = DEFAULT_LIMITS.call_seconds,
+                student_file: str | None = None) -> list[CallOutcome]:
     """Call ``function`` on every probe, in this process, with the sandbox's conventions
     (``calling``: the assignment's, ``Assignment.calling``: its task's canonical call and the
     course's interface).
@@ -142,11 +149,11 @@ def call_probes(function: Callable[..., Any], probes: Sequence[Probe], calling: 
 
     with warnings.catch_warnings(), np.errstate(divide="warn", over="warn", invalid="warn", under="ignore"):
         warnings.simplefilter("default")
-        return _call_each(function, probes, call_seconds, calling)
+        return _call_each(function, probes, call_seconds, calling, student_file)
 
 
-def _call_each(function: Callable[..., Any], probes: Sequence[Probe],
-               call_seconds: float, calling: dict[str, Any]) -> list[CallOutcome]:
+def _call_each(function: Callable[..., Any], probes: Sequence[Probe], call_seconds: float,
+               calling: dict[str, Any], student_file: str | None) -> list[CallOutcome]:
     from grader.sandbox import interface
     from grader.sandbox.returns import WrongReturn, check_binding, to_arrays
 
@@ -181,7 +188,8 @@ def _call_each(function: Callable[..., Any], probes: Sequence[Probe],
             outcomes.append(CallOutcome(probe.id, "memory-limit", "MemoryError"))
             continue
         except BaseException as exc:  # noqa: BLE001 - the student's function may raise anything
-            outcomes.append(CallOutcome(probe.id, "runtime-error", _student_traceback(exc)))
+            outcomes.append(CallOutcome(probe.id, "runtime-error",
+                                        _student_traceback(exc, student_file)))
             continue
         seconds = time.perf_counter() - started
         traced = _traced(function, invoke, probe) if probe.traced else ()
@@ -267,6 +275,54 @@ def grade_function(function: Callable[..., Any], assignment: str, *,
     report = evaluate(spec, probes, outcomes, [], metadata, sources=(source,) if source else ())
     report["metadata"]["duration_seconds"] = round(time.monotonic() - started, 3)
     validate(report)
+    return report
+
+
+def grade_file(path: str | Path, assignment: str, *,
+               seed: int = DEFAULT_SEED) -> dict[str, Any]:
+    """Grade a ``.py`` file in this process and return the report ``grader.grade`` gives it, but
+    for what describes the run (``duration_seconds``, ``isolation``, ``stdout``).
+
+    For trusted code only, the grader's own test fixtures: the file runs here with none of the
+    sandbox's isolation or limits (a call still has its time limit). Like the sandbox, it runs
+    as module ``submission`` compiled under its bare file name, and a traceback lists that
+    file's own frames only. A file that cannot be loaded raises.
+    """
+    from grader.core.assignments import get
+    from grader.load import load
+    from grader.pipeline import base_metadata, check_fixes, evaluate
+
+    started = time.monotonic()
+    submission = load(Path(path))
+    if submission.kind != "py":
+        raise ValueError(f"{path}: grade_file grades .py files only")
+    spec = get(assignment)
+    name = printable_name(submission.path.name)
+    probes = spec.probes(seed)
+
+    def run(sources: tuple[str, ...]) -> list[CallOutcome]:
+        source, = sources
+        namespace: dict[str, Any] = {"__builtins__": builtins, "__file__": name,
+                                     "__name__": "submission"}
+        with warnings.catch_warnings(record=True):  # what the sandbox's child prints, not shown
+            warnings.simplefilter("default")
+            exec(compile(source, name, "exec", dont_inherit=True), namespace)
+            return call_probes(namespace[spec.function], probes, spec.calling(),
+                               student_file=name)
+
+    def regrade(sources: tuple[str, ...]) -> dict[str, Any]:
+        """The code with a literal fix applied, graded again (as the sandbox's grade does)."""
+        try:
+            outcomes = run(sources)
+        except Exception:  # noqa: BLE001 - a fix that breaks loading is a fix that failed
+            return {"status": "error", "score": 0.0, "misconceptions": []}
+        return evaluate(spec, probes, outcomes, [], base_metadata(seed, ""), sources=())
+
+    metadata = {**base_metadata(seed, name, spec.function), "isolation": ["none: in-process"]}
+    report = evaluate(spec, probes, run(submission.sources), [], metadata,
+                      sources=submission.sources)
+    report = check_fixes(report, submission.sources, regrade)
+    report["metadata"]["duration_seconds"] = round(time.monotonic() - started, 3)
     return report
 
 

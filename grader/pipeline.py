@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -172,7 +172,8 @@ def grade(path: str | Path, *, assignment: str | None = None, seed: int = DEFAUL
     metadata["function"] = spec.function
     report = evaluate(spec, planned.probes, outcomes, load_errors, metadata,
                       sources=submission.sources)
-    return finish(check_fixes(report, submission, chosen, seed, limits))
+    return finish(check_fixes(report, submission.sources, lambda fixed: _regraded(
+        dataclasses.replace(submission, sources=fixed), chosen, seed, limits)))
 
 
 class _Plan:
@@ -207,20 +208,20 @@ class _Plan:
         return CallPlan(entry.function, probes, assignment.calling(), traces_for)
 
 
-def check_fixes(report: dict[str, Any], submission: load.Submission, assignment: str,
-                seed: int, limits: Limits) -> dict[str, Any]:
-    """Each literal fix the report shows, applied to the student's own code as they would
-    apply it and graded again (one more run per mistake with a fix): kept, marked
-    ``checked``, when that mistake is gone, no other appears and the score does not drop;
-    otherwise taken out, and the report says the fix in a sentence and quotes the line."""
+def check_fixes(report: dict[str, Any], sources: Sequence[str],
+                regrade: Callable[[tuple[str, ...]], dict[str, Any]]) -> dict[str, Any]:
+    """Each literal fix the report shows, applied to the student's own code (``sources``) as
+    they would apply it and graded again (``regrade``: one more run per mistake with a fix):
+    kept, marked ``checked``, when that mistake is gone, no other appears and the score does
+    not drop; otherwise taken out, and the report says the fix in a sentence and quotes the
+    line."""
     from grader.core.fixes import applied, edits_of
 
     for finding in report["misconceptions"]:
         location = finding.get("location")
         if not location or not edits_of(location):
             continue
-        fixed = dataclasses.replace(submission, sources=applied(submission.sources, location))
-        again = _regraded(fixed, assignment, seed, limits)
+        again = regrade(applied(sources, location))
         named = {m["id"] for m in again["misconceptions"]}
         before = {m["id"] for m in report["misconceptions"]}
         if (again["status"] == "graded" and finding["id"] not in named and named <= before

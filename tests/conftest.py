@@ -1,11 +1,21 @@
-"""Shared helpers: grade through the public API and check every report against the schema."""
+"""Shared helpers: grade through the public API and check every report against the schema.
+
+Fixtures (``tests/submissions/``) are graded through ``graded``: once per session, in this
+process (``grader.notebook.grade_file``) or, with ``--fixture-grading=sandbox``, through the
+sandbox as ``grader.grade`` runs them; ``test_feedback.py`` checks that both give the same
+report. A fixture that imports a framework not installed here is skipped (see tests/README.md).
+"""
 
 from __future__ import annotations
 
+import ast
+import copy
+import functools
 import importlib.util
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +29,67 @@ SUBMISSIONS = HERE / "submissions"
 
 
 FRAMEWORK_MODULE = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax"}
+#: what a fixture may be graded with: see ``pytest_addoption``
+GRADING_MODES = ("inprocess", "sandbox")
+#: the error kinds a fixture may declare (``# error: KIND``) and still be graded in-process: they
+#: come from the calls themselves; the others (a timeout, the memory limit, ...) only the
+#: sandbox reports, so such fixtures are graded there whatever the option says
+IN_PROCESS_ERRORS = frozenset({"wrong-signature", "wrong-shape", "runtime-error",
+                               "non-finite-output"})
 
 
-def needs_framework(assignment: str) -> None:
-    """Skip the test when the assignment's course hands in arrays of a framework not here."""
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--fixture-grading", choices=GRADING_MODES, default="inprocess",
+        help="how tests that read the reports of the fixtures in tests/submissions grade them: "
+             "in this process (default, fast: they are our own code) or through the sandbox, "
+             "as `grader.grade` does (those tests then count as e2e)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With the fixtures graded through the sandbox, a test that reads their reports starts
+    child processes: it is then part of the slow tier (``-m "not e2e"`` leaves it out)."""
+    if config.getoption("fixture_grading") == "sandbox":
+        for item in items:
+            if "grading_mode" in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.e2e)
+
+
+@functools.cache
+def imported_frameworks(path: Path) -> frozenset[str]:
+    """The frameworks (torch, tensorflow, jax) a fixture's source imports, anywhere in it."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+    return frozenset(found & set(FRAMEWORK_MODULE))
+
+
+def missing_frameworks(assignment: str, path: Path | None = None) -> list[str]:
+    """The frameworks not installed here that grading needs: the one whose arrays the
+    assignment's interface hands in, and those the fixture at ``path`` imports."""
     from grader import registry
 
-    module = FRAMEWORK_MODULE.get(registry.get(assignment).interface.arrays)
-    if module and importlib.util.find_spec(module) is None:
-        pytest.skip(f"{module} is not installed here")
+    wanted = set(imported_frameworks(path)) if path is not None else set()
+    arrays = FRAMEWORK_MODULE.get(registry.get(assignment).interface.arrays)
+    if arrays:
+        wanted.add(arrays)
+    return sorted(m for m in wanted if importlib.util.find_spec(m) is None)
+
+
+def needs_framework(assignment: str, path: Path | None = None) -> None:
+    """Skip the test when grading needs a framework not installed here: the assignment's
+    course hands in its arrays, or the fixture at ``path`` imports it."""
+    missing = missing_frameworks(assignment, path)
+    if missing:
+        pytest.skip(f"{', '.join(missing)} is not installed here")
+
+
+def gradable(path: Path, assignment: str | None = None) -> bool:
+    """Can the fixture be graded here (every framework it needs is installed)?"""
+    return not missing_frameworks(assignment or path.parent.name, path)
 
 
 def declared_error(path: Path) -> str | None:
@@ -43,6 +105,53 @@ def expected_ids(path: Path) -> list[str]:
     first = path.read_text().splitlines()[0]
     assert first.startswith("# expect:"), path
     return sorted(first.split(":", 1)[1].split())
+
+
+def grade_trusted(path: Path, assignment: str, seed: int = 0,
+                  mode: str = "inprocess") -> dict[str, Any]:
+    """Grade our own code (a fixture, or one edited by a test) as ``mode`` says: in this
+    process (``grader.notebook.grade_file``: the report ``grade`` gives but for what describes
+    the run) unless it declares an error only the sandbox reports, else through the sandbox.
+    The report is schema-checked."""
+    from grader.notebook import grade_file
+
+    error = declared_error(path)
+    if mode == "inprocess" and (error is None or error in IN_PROCESS_ERRORS):
+        report = grade_file(path, assignment, seed=seed)
+    else:
+        report = grade(path, assignment=assignment, seed=seed)
+    validate(report)
+    return report
+
+
+#: reports graded this session, by (fixture, assignment, seed, mode)
+_GRADED: dict[tuple[Path, str, int, str], dict[str, Any]] = {}
+
+
+def graded_as(path: Path, assignment: str | None = None, seed: int = 0, *,
+              mode: str) -> dict[str, Any]:
+    """The fixture's report, graded once per session (a deep copy: change it freely); the
+    test is skipped where a framework it needs is missing. ``assignment``: the fixture's folder
+    unless given."""
+    assignment = assignment or path.parent.name
+    needs_framework(assignment, path)
+    key = (path.resolve(), assignment, seed, mode)
+    if key not in _GRADED:
+        _GRADED[key] = grade_trusted(path, assignment, seed, mode)
+    return copy.deepcopy(_GRADED[key])
+
+
+@pytest.fixture(scope="session")
+def grading_mode(request: pytest.FixtureRequest) -> str:
+    """``--fixture-grading``: "inprocess" or "sandbox"."""
+    return str(request.config.getoption("fixture_grading"))
+
+
+@pytest.fixture(scope="session")
+def graded(grading_mode: str) -> Callable[..., dict[str, Any]]:
+    """``graded(path, assignment=None, seed=0)``: the fixture's report, graded once per session
+    as ``--fixture-grading`` says (see ``graded_as``)."""
+    return functools.partial(graded_as, mode=grading_mode)
 
 
 @pytest.fixture

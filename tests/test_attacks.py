@@ -422,7 +422,13 @@ def test_notebook_lines_are_cut_as_jupyter_cuts_them(tmp_path: Path) -> None:
             "    return _right(Q, K, V, mask)[0] * 2  # wrong\n"
             f"# note\u2028{hidden}\n")
     report = _grade(tmp_path, notebook(CORRECT, cell), name="attention.ipynb")
-    assert report["score"] < report["max_score"]
+    # graded as the cell without the hidden definition: its doubled output fails the values
+    shown = _grade(tmp_path, notebook(CORRECT, cell.split("\u2028")[0] + "\n"),
+                   name="attention.ipynb")
+    assert [(c["id"], c["passed"]) for c in report["checks"]] == [
+        (c["id"], c["passed"]) for c in shown["checks"]]
+    assert (report["score"], report["errors"]) == (shown["score"], shown["errors"])
+    assert not [c["id"] for c in report["checks"] if c["id"].startswith("values-") and c["passed"]]
 
 
 def test_without_filesystem_isolation_the_grader_refuses_unless_told(

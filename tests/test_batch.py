@@ -184,7 +184,60 @@ def test_class_report_is_self_contained_and_readable(tmp_path: Path) -> None:
         assert needed in text
 
 
+def _png_pixels(data: bytes) -> Any:
+    """The pixels of an 8-bit RGB or RGBA PNG, not interlaced (what a browser's screenshot
+    is), as an array (height, width, channels)."""
+    import struct
+    import zlib
+
+    import numpy as np
+
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", data[:8]
+    position, chunks = 8, []
+    while position < len(data):
+        length, kind = struct.unpack(">I4s", data[position:position + 8])
+        chunks.append((kind, data[position + 8:position + 8 + length]))
+        position += 12 + length
+    width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", chunks[0][1])
+    assert chunks[0][0] == b"IHDR" and depth == 8 and colour in (2, 6) and not interlace
+    channels = 3 if colour == 2 else 4
+    stride = width * channels
+    raw = zlib.decompress(b"".join(body for kind, body in chunks if kind == b"IDAT"))
+    rows = np.frombuffer(raw, np.uint8).reshape(height, 1 + stride)
+    pixels = np.zeros((height, stride), np.uint8)
+    above = [0] * stride
+    for y in range(height):  # undo each row's filter (PNG spec, section 9)
+        kind, line = rows[y, 0], rows[y, 1:]
+        if kind == 0:
+            row = line.copy()
+        elif kind == 1:  # Sub: a running sum along each channel
+            row = (line.reshape(width, channels).astype(np.int64).cumsum(0) % 256).astype(
+                np.uint8).reshape(-1)
+        elif kind == 2:  # Up
+            row = ((line.astype(np.int64) + above) % 256).astype(np.uint8)
+        else:  # Average, Paeth: byte by byte
+            done = [0] * stride
+            values = line.tolist()
+            for i in range(stride):
+                a = done[i - channels] if i >= channels else 0
+                b = above[i]
+                if kind == 3:
+                    guess = (a + b) // 2
+                else:
+                    c = above[i - channels] if i >= channels else 0
+                    p = a + b - c
+                    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                    guess = a if pa <= pb and pa <= pc else b if pb <= pc else c
+                done[i] = (values[i] + guess) % 256
+            row = np.array(done, np.uint8)
+        pixels[y] = row
+        above = row.astype(np.int64).tolist()
+    return pixels.reshape(height, width, channels)
+
+
 def test_class_report_renders_in_a_headless_browser(tmp_path: Path) -> None:
+    """The page as a browser draws it: the window's size, the bar charts in their colour
+    (a 360-pixel bar for the one score bin and the one misconception), and text."""
     browser = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")
                     if shutil.which(b)), None)
     if browser is None:
@@ -201,7 +254,13 @@ def test_class_report_renders_in_a_headless_browser(tmp_path: Path) -> None:
                     "--window-size=1000,1400", f"--screenshot={shot}",
                     (tmp_path / "report.html").as_uri()],
                    capture_output=True, timeout=90)
-    assert shot.is_file() and shot.stat().st_size > 1000
+    pixels = _png_pixels(shot.read_bytes())
+    assert pixels.shape[:2] == (1400, 1000)
+    rgb = pixels[..., :3].astype(int)
+    bars = (abs(rgb - (0x4C, 0x78, 0xA8)) <= 6).all(axis=-1).sum()  # the charts' fill
+    assert bars >= 2 * 300 * 16, bars
+    dark = (rgb < 96).all(axis=-1).sum()  # the headings and labels
+    assert dark >= 500, dark
 
 
 def test_progress_bar_on_a_terminal_and_lines_elsewhere() -> None:
@@ -217,13 +276,14 @@ def test_progress_bar_on_a_terminal_and_lines_elsewhere() -> None:
 
 
 def test_dask_executor_gives_identical_reports(tmp_path: Path) -> None:
+    """(The dashboard on a free port: two runs on one machine must not both want 8787.)"""
     distributed = pytest.importorskip("distributed")
     entries = [Entry(p.stem, (p,)) for p in (ATTENTION / "correct_einsum_prescaled.py",
                                              ATTENTION / "combo_queries_zerofill.py",
                                              ATTENTION / "no_batch_support.py")]
     local = run_batch(entries, "attention", tmp_path / "local", jobs=1)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
+                                  dashboard_address=":0") as cluster:
         remote = run_batch(entries, "attention", tmp_path / "dask", executor="dask",
                            scheduler=cluster.scheduler_address)
     assert local.rows and [r["score"] for r in local.rows] == [r["score"] for r in remote.rows]

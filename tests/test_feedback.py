@@ -3,24 +3,38 @@
 A fixture whose mistake sits on one unambiguous line says so in its last line,
 ``# where: ID=LINE ...``; the report must quote exactly that line. Every quoted line, on any
 fixture, must be the submission's own text at that place.
+
+The fixtures' reports come from the session's ``graded`` (in this process unless
+``--fixture-grading=sandbox``); ``test_in_process_grading_gives_the_sandboxs_report`` checks
+that both ways give the same report. Tests that grade other code start the sandbox: ``e2e``.
 """
 
 from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from grader import grade
+from grader import sandbox
 from grader.render import text
 
-from .conftest import SUBMISSIONS, declared_error, expected_ids, needs_framework, notebook
+from .conftest import (
+    IN_PROCESS_ERRORS,
+    SUBMISSIONS,
+    declared_error,
+    expected_ids,
+    grade_trusted,
+    graded_as,
+    notebook,
+)
 
-pytestmark = pytest.mark.e2e  # starts child processes: the slow tier
+Graded = Callable[..., dict[str, Any]]
+e2e = pytest.mark.e2e  # starts child processes: the slow tier
 
 FIXTURES = sorted([*SUBMISSIONS.glob("*/*.py"), *SUBMISSIONS.glob("presets/*/*.py")])
 # three mistakes, each with its line, the code to write instead, the fix and the numbers
@@ -36,15 +50,6 @@ def where_lines(path: Path) -> dict[str, int]:
     return {item.split("=")[0]: int(item.split("=")[1]) for item in last.split(":", 1)[1].split()}
 
 
-def _assignment(path: Path) -> str:
-    return path.parent.name
-
-
-def _graded(path: Path) -> dict:
-    needs_framework(_assignment(path))
-    return grade(path, assignment=_assignment(path))
-
-
 LOCATED = [p for p in FIXTURES if where_lines(p)]
 
 
@@ -54,8 +59,8 @@ def test_enough_fixtures_pin_their_line() -> None:
 
 
 @pytest.mark.parametrize("path", LOCATED, ids=[f"{p.parent.name}/{p.stem}" for p in LOCATED])
-def test_report_quotes_the_line_of_each_mistake(path: Path) -> None:
-    report = _graded(path)
+def test_report_quotes_the_line_of_each_mistake(path: Path, graded: Graded) -> None:
+    report = graded(path)
     lines = path.read_text().splitlines()
     found = {m["id"]: m.get("location") for m in report["misconceptions"]}
     for misconception, line in where_lines(path).items():
@@ -66,8 +71,8 @@ def test_report_quotes_the_line_of_each_mistake(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=[f"{p.parent.name}/{p.stem}" for p in FIXTURES])
-def test_every_finding_has_a_fix_and_the_first_screen_is_short(path: Path) -> None:
-    report = _graded(path)
+def test_every_finding_has_a_fix_and_the_first_screen_is_short(path: Path, graded: Graded) -> None:
+    report = graded(path)
     lines = path.read_text().splitlines()
     first_screen = text.summary(report)
     assert len(first_screen) <= FIRST_SCREEN_LINES, "\n".join(first_screen)
@@ -83,6 +88,7 @@ def test_every_finding_has_a_fix_and_the_first_screen_is_short(path: Path) -> No
         assert "What to fix" not in shown
 
 
+@e2e
 def test_a_notebook_finding_names_its_code_cell(grade_source) -> None:
     buggy = (SUBMISSIONS / "attention" / "scale_by_dk.py").read_text()
     report = grade_source(notebook(("markdown", "# Part 1"), "import numpy as np", buggy),
@@ -93,6 +99,7 @@ def test_a_notebook_finding_names_its_code_cell(grade_source) -> None:
     assert "code cell 2, line 7" in text.render(report)
 
 
+@e2e
 def test_a_cell_that_does_not_touch_the_grade_is_a_note_after_it(grade_source) -> None:
     correct = (SUBMISSIONS / "attention" / "correct_matmul.py").read_text()
     report = grade_source(notebook(correct, "import matplotlib_is_not_here\nplt.plot([1, 2])"),
@@ -107,6 +114,7 @@ def test_a_cell_that_does_not_touch_the_grade_is_a_note_after_it(grade_source) -
     assert "gradescope-zip" not in shown and "`packages`" not in shown
 
 
+@e2e
 def test_a_cell_error_that_may_have_cost_marks_stays_an_error(grade_source) -> None:
     cells = ["import torch_is_not_here as torch\nimport numpy as np",
              "def scaled_dot_product_attention(Q, K, V, mask=None):\n"
@@ -117,6 +125,7 @@ def test_a_cell_error_that_may_have_cost_marks_stays_an_error(grade_source) -> N
     assert "What to fix" in text.render(report)
 
 
+@e2e
 @pytest.mark.parametrize("trick", [
     "import sys\n    sys.settrace(None)\n",  # switches the recorder off
     "import sys\n    if sys.gettrace() is not None:\n        raise RuntimeError('traced')\n",
@@ -140,14 +149,14 @@ NAMED = [p for p in FIXTURES if expected_ids(p)]
 
 
 @pytest.mark.parametrize("path", NAMED, ids=[f"{p.parent.name}/{p.stem}" for p in NAMED])
-def test_each_findings_evidence_shows_that_finding(path: Path) -> None:
+def test_each_findings_evidence_shows_that_finding(path: Path, graded: Graded) -> None:
     """The numbers tell the mistake apart from the correct answer, the call that reproduces
     them has what the mistake needs (a mask for a masking mistake), and running it gives the
     number quoted as yours (a course's code called through ``grader.reproduce``, as its
     interface says)."""
     import numpy as np
 
-    report = _graded(path)
+    report = graded(path)
     module: dict = {"__name__": "fixture"}
     exec(compile(path.read_text(), str(path), "exec"), module)
     for item in report["misconceptions"]:
@@ -183,12 +192,12 @@ def test_each_findings_evidence_shows_that_finding(path: Path) -> None:
     ("no_batch_support_einsum.py", ["ValueError"], ["K.T", "shape[1]", "axis="]),
 ])
 def test_code_that_works_on_2d_inputs_only_is_told_about_its_own_failing_line(
-        fixture: str, named: list[str], not_named: list[str]) -> None:
+        fixture: str, named: list[str], not_named: list[str], graded: Graded) -> None:
     """The line quoted is the one the first batched call failed on, and its fix names what that
     line does (never a pattern the code does not use); every other line of the functions that
     works on 2-D inputs only comes with its own fix."""
     path = SUBMISSIONS / "attention" / fixture
-    [finding] = _graded(path)["misconceptions"]
+    [finding] = graded(path)["misconceptions"]
     for words in named:
         assert words in finding["fix"], finding["fix"]
     for words in not_named:
@@ -201,10 +210,11 @@ def test_code_that_works_on_2d_inputs_only_is_told_about_its_own_failing_line(
 
 @pytest.mark.parametrize("fixture", ["attention/no_batch_support.py",
                                      "attention/combo_2d_only_dk.py"])
-def test_the_counts_agree_and_the_checks_say_an_error_once(fixture: str) -> None:
+def test_the_counts_agree_and_the_checks_say_an_error_once(fixture: str,
+                                                           graded: Graded) -> None:
     """The errors count the same calls as the checks (23 of 27 beside 4 / 25 was two counts of
     one thing), and a check refers to the error instead of printing it again."""
-    report = _graded(SUBMISSIONS / fixture)
+    report = graded(SUBMISSIONS / fixture)
     [error] = [e for e in report["errors"] if e["kind"] == "runtime-error"]
     counted = re.match(r"(\d+) of (\d+) calls failed", error["message"])
     returns = next(c for c in report["checks"] if c["id"] == "returns-arrays")
@@ -216,15 +226,16 @@ def test_the_counts_agree_and_the_checks_say_an_error_once(fixture: str) -> None
     assert not [c["id"] for c in report["checks"] if exception in c["message"]]
 
 
-def test_a_result_thrown_away_just_above_the_quoted_line_is_pointed_out() -> None:
+def test_a_result_thrown_away_just_above_the_quoted_line_is_pointed_out(
+        graded: Graded) -> None:
     """``np.swapaxes(x, -2, -3)`` alone on its line keeps nothing: the fix says so and how to
     keep it, before the row's own sentence."""
     path = SUBMISSIONS / "multi_head_attention" / "merge_transpose_thrown_away.py"
-    [finding] = _graded(path)["misconceptions"]
+    [finding] = graded(path)["misconceptions"]
     assert finding["fix"].startswith("Line 17, `np.swapaxes(x, -2, -3)`, computes a new array "
                                      "and throws it away"), finding["fix"]
     assert "`x = np.swapaxes(x, -2, -3)`" in finding["fix"]
-    plain = _graded(SUBMISSIONS / "multi_head_attention" / "merge_without_transpose.py")
+    plain = graded(SUBMISSIONS / "multi_head_attention" / "merge_without_transpose.py")
     assert "throws it away" not in plain["misconceptions"][0]["fix"]
 
 
@@ -232,10 +243,10 @@ FRAMEWORK_FIXTURES = sorted((SUBMISSIONS / "frameworks").glob("*/torch_*.py"))
 
 
 @pytest.mark.parametrize("path", FRAMEWORK_FIXTURES, ids=[p.stem for p in FRAMEWORK_FIXTURES])
-def test_a_fix_speaks_the_submissions_framework_and_names(path: Path) -> None:
+def test_a_fix_speaks_the_submissions_framework_and_names(path: Path, graded: Graded) -> None:
     """torch code is told its fix in torch (a NumPy call pasted into it raised a TypeError),
     with its own names of the arguments."""
-    report = _graded(path)
+    report = graded(path)
     told = " ".join(" ".join((m["fix"], m["explanation"])) for m in report["misconceptions"])
     assert report["misconceptions"] and "np." not in told, told
     if "attn_mask" in path.read_text():
@@ -249,14 +260,14 @@ SNAPSHOTTED = ["attention/combo_dk_inverted.py", "attention/mask_ignored.py",
 
 
 @pytest.mark.parametrize("fixture", SNAPSHOTTED)
-def test_full_text_report_is_the_one_reviewed(fixture: str) -> None:
+def test_full_text_report_is_the_one_reviewed(fixture: str, graded: Graded) -> None:
     """Whole reports as a student reads them, reviewed by reading the files in
     tests/snapshots/; after a deliberate change, ``UPDATE_SNAPSHOTS=1 pytest -k snapshot``
     rewrites them, and the diff is reviewed like code."""
     import os
 
     path = SUBMISSIONS / fixture
-    shown = text.render(_graded(path))
+    shown = text.render(graded(path))
     saved = SNAPSHOTS / (fixture.replace("/", "__").removesuffix(".py") + ".txt")
     if os.environ.get("UPDATE_SNAPSHOTS"):
         saved.parent.mkdir(exist_ok=True)
@@ -269,12 +280,12 @@ UNEXPLAINED = sorted((SUBMISSIONS / "unexplained").glob("*/*.py"))
 
 @pytest.mark.parametrize("seed", [0, 3])
 @pytest.mark.parametrize("path", UNEXPLAINED, ids=[f"{p.parent.name}/{p.stem}" for p in UNEXPLAINED])
-def test_a_mistake_no_misconception_explains_is_located_to_its_stage(path: Path,
-                                                                     seed: int) -> None:
+def test_a_mistake_no_misconception_explains_is_located_to_its_stage(
+        path: Path, seed: int, graded: Graded) -> None:
     """Unmodelled mistakes (``# located: STAGE``): nothing is named, and the report says in which
     stage the computation first goes wrong, on the line that computes it, with numbers."""
     stage = path.read_text().splitlines()[0].split(":", 1)[1].strip()
-    report = grade(path, assignment=path.parent.name, seed=seed)
+    report = graded(path, seed=seed)
     assert report["misconceptions"] == [] and report["score"] < report["max_score"]
     located = report["located"]
     assert located["stage"] == stage
@@ -284,8 +295,43 @@ def test_a_mistake_no_misconception_explains_is_located_to_its_stage(path: Path,
     assert "Where it first goes wrong" in text.render(report)
 
 
-def test_a_correct_submission_is_never_located() -> None:
-    report = grade(SUBMISSIONS / "multi_head_attention" / "correct_head_loop.py")
+#: every fixture, on the public probes, and the hidden seed the unexplained ones are graded on
+GRADED_RUNS = [*((p, 0) for p in sorted(SUBMISSIONS.rglob("*.py"))), *((p, 3) for p in UNEXPLAINED)]
+#: what describes the run, not the submission (as in bench/snapshot_reports.py)
+VOLATILE = ("duration_seconds", "isolation", "stdout")
+
+
+@pytest.fixture
+def forked_runs() -> Iterator[None]:
+    """Submissions run in forks of the pre-warmed server, as batch runs them and as
+    bench/snapshot_reports.py compares reports: half the time of a fresh interpreter each
+    (test_sandbox.py holds every guarantee both ways)."""
+    sandbox.use_fork_server(True)
+    yield
+    sandbox.use_fork_server(False)
+
+
+@e2e
+@pytest.mark.parametrize("path,seed", GRADED_RUNS,
+                         ids=[f"{p.relative_to(SUBMISSIONS).with_suffix('')}@{s}"
+                              for p, s in GRADED_RUNS])
+def test_in_process_grading_gives_the_sandboxs_report(path: Path, seed: int,
+                                                      forked_runs: None) -> None:
+    """The tests that read the fixtures' reports grade them in this process unless told
+    otherwise (``--fixture-grading``): for every fixture, the report is the one ``grade`` gives
+    through the sandbox, field for field, but for what describes the run."""
+    here = graded_as(path, seed=seed, mode="inprocess")
+    there = graded_as(path, seed=seed, mode="sandbox")
+    in_process = declared_error(path) in (None, *IN_PROCESS_ERRORS)
+    assert ("none: in-process" in here["metadata"]["isolation"]) == in_process
+    for report in (here, there):
+        for key in VOLATILE:
+            report["metadata"].pop(key, None)
+    assert here == there
+
+
+def test_a_correct_submission_is_never_located(graded: Graded) -> None:
+    report = graded(SUBMISSIONS / "multi_head_attention" / "correct_head_loop.py")
     assert report["score"] == report["max_score"] and "located" not in report
 
 
@@ -304,6 +350,7 @@ def test_the_notebook_self_check_points_at_the_same_lines() -> None:
     assert "Shows first in line 7" in feedback._repr_html_()
 
 
+@e2e
 def test_a_file_that_runs_out_of_memory_while_loading_says_so_first(grade_source) -> None:
     """The memory limit reached while loading (a large library, a large array at the top
     level) is the error to fix, with how; the missing function it causes comes after."""
@@ -320,6 +367,7 @@ def test_a_file_that_runs_out_of_memory_while_loading_says_so_first(grade_source
     assert shown.index("memory-limit") < shown.index("missing-function")
 
 
+@e2e
 def test_a_cell_that_reads_what_check_returns_still_runs_while_grading(grade_source) -> None:
     """Inside the grader the notebook's self-check is skipped; what it returns can still be
     read (`fb = check(...); fb.passed`), so the cell is no note and costs nothing."""
@@ -369,12 +417,13 @@ def test_a_traced_value_is_matched_with_a_stage_as_allclose_would() -> None:
         assert same(computed, stage) == _same_as_written(computed, stage), (computed, stage)
 
 
-def test_placing_a_mistake_keeps_no_array_afterwards(grade_source) -> None:
+def test_placing_a_mistake_keeps_no_array_afterwards(grading_mode: str) -> None:
     """What the placing of a mistake memoises holds the arrays it compared; it is emptied when
     the placing ends, so nothing of one submission stays in the grader for the next."""
     from grader.core import locate
 
-    report = grade_source((SUBMISSIONS / "attention" / "scale_by_dk.py").read_text())
+    report = grade_trusted(SUBMISSIONS / "attention" / "scale_by_dk.py", "attention",
+                           mode=grading_mode)
     assert any(m.get("location") for m in report["misconceptions"])
     assert locate._SAME == {}
 

@@ -5,6 +5,8 @@ rewritten, ``location.fixed``), the fix is applied exactly as a student would (t
 indented as it was) and the result graded again: that mistake must be gone and no mistake the
 submission did not have may appear. Every catalogue row that has rewrites must have such a fix
 verified on at least one fixture; the rows that have none are named here with the reason.
+Fixtures and their fixed copies are our own code: graded as ``--fixture-grading`` says (in this
+process by default; see conftest.py), the fixtures through the session's cache.
 """
 
 from __future__ import annotations
@@ -16,12 +18,9 @@ from typing import Any
 
 import pytest
 
-from grader import grade
 from reference.catalogue import CATALOGUE
 
-from .conftest import SUBMISSIONS, expected_ids, needs_framework
-
-pytestmark = pytest.mark.e2e  # starts child processes: the slow tier
+from .conftest import SUBMISSIONS, expected_ids, gradable, grade_trusted, graded_as
 
 #: rows whose fix is a change of structure, never one line: the report gives the sentence alone
 SENTENCE_ONLY = {
@@ -84,22 +83,16 @@ def applied(source: str, location: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _usable(assignment: str) -> bool:
-    try:
-        needs_framework(assignment)
-    except pytest.skip.Exception:
-        return False
-    return True
-
-
 @pytest.fixture(scope="module")
-def literal_fixes(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    """Every literal fix the reports on the fixtures give, applied and graded again."""
+def literal_fixes(tmp_path_factory: pytest.TempPathFactory,
+                  grading_mode: str) -> list[dict[str, Any]]:
+    """Every literal fix the reports on the fixtures give, applied and graded again (the
+    fixtures that need a framework not installed here left out)."""
     results = []
     for path, assignment in _fixtures():
-        if not expected_ids(path) or not _usable(assignment):
+        if not expected_ids(path) or not gradable(path, assignment):
             continue
-        report = grade(path, assignment=assignment)
+        report = graded_as(path, assignment, mode=grading_mode)
         had = {m["id"] for m in report["misconceptions"]}
         for finding in report["misconceptions"]:
             location = finding.get("location") or {}
@@ -108,7 +101,7 @@ def literal_fixes(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, An
             fixed_dir = tmp_path_factory.mktemp("fixed")
             fixed_path = fixed_dir / path.name
             fixed_path.write_text(applied(path.read_text(), location))
-            again = grade(fixed_path, assignment=assignment)
+            again = grade_trusted(fixed_path, assignment, mode=grading_mode)
             results.append({
                 "fixture": f"{path.parent.name}/{path.name}", "id": finding["id"],
                 "fixed": location["fixed"], "had": had,

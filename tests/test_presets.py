@@ -1,13 +1,16 @@
 """Courses' own interfaces: the presets that ship, a course's own folder, and every place that
 grades accepting them. Fixtures under ``tests/submissions/presets/<preset>/`` are written as each
 course's students write; the first line says what they must be named (``# expect: ...``), a
-``# error: KIND`` line that the interface refuses them with that error."""
+``# error: KIND`` line that the interface refuses them with that error. Their reports come from
+the session's ``graded`` (see conftest.py); the tests that grade other code start the sandbox or
+the command line (``e2e``)."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +21,8 @@ from grader.core.report import validate
 
 from .conftest import SUBMISSIONS, declared_error, expected_ids, needs_framework, run_cli
 
-pytestmark = pytest.mark.e2e  # starts child processes: the slow tier
+Graded = Callable[..., dict[str, Any]]
+e2e = pytest.mark.e2e  # starts child processes: the slow tier
 
 PRESETS = SUBMISSIONS / "presets"
 FIXTURES = sorted(PRESETS.glob("*/*.py"))
@@ -34,11 +38,9 @@ def test_every_preset_has_fixtures_in_its_course_style() -> None:
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_preset_fixture_is_graded_as_its_course_expects(path: Path) -> None:
+def test_preset_fixture_is_graded_as_its_course_expects(path: Path, graded: Graded) -> None:
     preset = path.parent.name
-    needs_framework(preset)
-    report = grade(path, assignment=preset)
-    validate(report)
+    report = graded(path)  # (schema-checked)
     assert report["assignment"] == preset
     error = declared_error(path)
     if error:
@@ -53,10 +55,8 @@ def test_preset_fixture_is_graded_as_its_course_expects(path: Path) -> None:
         assert report["score"] < report["max_score"]
 
 
-def test_mask_inverted_is_told_in_the_courses_convention() -> None:
-    needs_framework("pytorch-mha-convention")
-    report = grade(PRESETS / "pytorch-mha-convention" / "mask_inverted.py",
-                   assignment="pytorch-mha-convention")
+def test_mask_inverted_is_told_in_the_courses_convention(graded: Graded) -> None:
+    report = graded(PRESETS / "pytorch-mha-convention" / "mask_inverted.py")
     [finding] = report["misconceptions"]
     assert finding["id"] == "mask-inverted"
     assert "True means 'this key is blocked'" in finding["explanation"]
@@ -67,10 +67,8 @@ def test_mask_inverted_is_told_in_the_courses_convention() -> None:
     assert "assignment='pytorch-mha-convention'" in finding["evidence"]
 
 
-def test_probes_the_interface_cannot_express_are_named_as_not_probed() -> None:
-    needs_framework("d2l-dot-product-attention")
-    report = grade(PRESETS / "d2l-dot-product-attention" / "correct_d2l.py",
-                   assignment="d2l-dot-product-attention")
+def test_probes_the_interface_cannot_express_are_named_as_not_probed(graded: Graded) -> None:
+    report = graded(PRESETS / "d2l-dot-product-attention" / "correct_d2l.py")
     assert report["score"] == report["max_score"] < 10
     not_probed = report["metadata"]["not_probed"]
     assert {n["check"] for n in not_probed} == {"masked-keys-zero-weight",
@@ -132,6 +130,7 @@ def _grade_in_course(tmp_path: Path, course: str, source: str,
     ([("s.max(-1,", "s.max(-2,"), ("a.sum(-1,", "a.sum(-2,")], ["softmax-over-queries"]),
     ([(") @ W_o", ")")], ["missing-output-projection"]),
 ])
+@e2e
 def test_a_course_restricted_to_unmasked_self_attention_is_diagnosed(
         tmp_path: Path, changes: list[tuple[str, str]], expected: list[str]) -> None:
     """Only self-attention without a mask can be expressed: enough such test inputs are kept
@@ -141,14 +140,15 @@ def test_a_course_restricted_to_unmasked_self_attention_is_diagnosed(
     assert (report["score"] == report["max_score"]) == (not expected)
 
 
+@e2e
 def test_the_notebook_check_grades_a_preset_as_the_sandbox_does() -> None:
     from grader.notebook import grade_function
 
     for preset, name, target in (("annotated-transformer-attention", "scale_by_dk", "attention"),
                                  ("cs231n-multi-head-attention", "correct_einsum",
                                   "MultiHeadAttention")):
-        needs_framework(preset)
         path = PRESETS / preset / f"{name}.py"
+        needs_framework(preset, path)
         spec = importlib.util.spec_from_file_location(f"fixture_{name}", path)
         assert spec and spec.loader
         module = importlib.util.module_from_spec(spec)
@@ -215,6 +215,7 @@ def _grade_cli(path: Path, *args: str) -> dict[str, Any]:
     return dict(report)
 
 
+@e2e
 def test_a_course_folder_outside_the_package_grades_its_own_conventions(
         course: Path, tmp_path: Path) -> None:
     correct = tmp_path / "correct.py"
@@ -233,6 +234,7 @@ def test_a_course_folder_outside_the_package_grades_its_own_conventions(
     assert _grade_cli(swapped, "--assignment", str(course))["score"] < 10
 
 
+@e2e
 def test_new_assignment_writes_a_folder_every_integration_accepts(tmp_path: Path) -> None:
     folder = tmp_path / "my-attention"
     done = run_cli("new-assignment", "--from", "attention", "--out", str(folder))
@@ -259,6 +261,7 @@ def test_new_assignment_writes_a_folder_every_integration_accepts(tmp_path: Path
 
 
 @pytest.mark.parametrize("preset", registry.ids())
+@e2e
 def test_new_assignment_from_every_preset_keeps_its_interface_and_comments(
         tmp_path: Path, preset: str) -> None:
     """Only the top-level id and kind change (a class preset's `[interface] kind = "class"`
@@ -283,6 +286,7 @@ def test_new_assignment_from_every_preset_keeps_its_interface_and_comments(
     assert registry.get(str(folder)).task == registry.get(preset).task
 
 
+@e2e
 def test_a_failed_new_assignment_leaves_nothing_behind(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file")
@@ -292,6 +296,7 @@ def test_a_failed_new_assignment_leaves_nothing_behind(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["not-a-folder"]
 
 
+@e2e
 def test_assignments_lists_the_built_ins_and_the_presets() -> None:
     done = run_cli("assignments")
     assert done.returncode == 0
@@ -301,6 +306,7 @@ def test_assignments_lists_the_built_ins_and_the_presets() -> None:
         assert preset in done.stdout
 
 
+@e2e
 def test_an_unknown_assignment_is_a_usage_error_naming_the_known_ones() -> None:
     done = run_cli("grade", str(SUBMISSIONS / "attention" / "correct_matmul.py"),
                    "--assignment", "atention")
@@ -308,6 +314,7 @@ def test_an_unknown_assignment_is_a_usage_error_naming_the_known_ones() -> None:
     assert "unknown assignment 'atention'; did you mean 'attention'?" in done.stderr
 
 
+@e2e
 def test_a_missing_package_is_named_with_how_to_install_it(tmp_path: Path) -> None:
     path = tmp_path / "needs.py"
     path.write_text("import attention_grader_absent_package as helper\n"
@@ -318,6 +325,7 @@ def test_a_missing_package_is_named_with_how_to_install_it(tmp_path: Path) -> No
     assert "pip install attention_grader_absent_package" in first["message"]
 
 
+@e2e
 def test_a_preset_starter_kit_is_in_the_courses_interface(tmp_path: Path) -> None:
     from grader.starter import kit_files
 
@@ -336,6 +344,7 @@ def test_a_preset_starter_kit_is_in_the_courses_interface(tmp_path: Path) -> Non
         assert "not implemented yet" in report["errors"][0]["message"]
 
 
+@e2e
 def test_course_interface_code_is_checked_in_the_action_and_pytest_plugin(
         course: Path, tmp_path: Path) -> None:
     correct = tmp_path / "correct.py"
@@ -355,14 +364,16 @@ def test_course_interface_code_is_checked_in_the_action_and_pytest_plugin(
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@e2e
 def test_batch_grades_framework_code_as_grade_does(tmp_path: Path) -> None:
     """Batch runs submissions in forks of a pre-warmed server: PyTorch reads the source of the
     frames it is imported from, the server's own among them, which must not be refused."""
     from grader.batch import Entry, run_batch
 
     preset = "d2l-dot-product-attention"
-    needs_framework(preset)
     paths = [PRESETS / preset / name for name in ("correct_d2l.py", "scale_by_dk.py")]
+    for path in paths:
+        needs_framework(preset, path)
     result = run_batch([Entry(p.stem, (p,)) for p in paths], preset, tmp_path, jobs=1)
     for row, path in zip(result.rows, paths):
         alone = grade(path, assignment=preset)
@@ -420,6 +431,7 @@ class FusedSelfAttention(nn.Module):
     (None, []),
     (("math.sqrt(self.d)", "math.sqrt(E)"), ["scale-by-dmodel"]),
 ])
+@e2e
 def test_a_fused_projection_interleaved_head_by_head(tmp_path: Path, change, expected) -> None:
     """fused = "per-head": the q|k|v weight is set head by head (q, k, v of head 0, then head
     1, ...), as Megatron-style code splits it; correct code gets full marks, a mistake its name."""
@@ -463,6 +475,7 @@ def attend(q, k, v, mask=None):
     (("/ np.sqrt(q.shape[-1])", ""), ["no-scaling"]),
     (('"context": a @ v', '"out": a @ v'), None),
 ])
+@e2e
 def test_a_course_whose_code_returns_a_dict(tmp_path: Path, change, expected) -> None:
     report = _grade_in_course(tmp_path, DICT_COURSE, DICT_FUNCTION, [change] if change else [])
     if expected is None:  # the declared key is missing: said, naming the key
@@ -504,6 +517,7 @@ def attention(q, k, v, mask=None):
     (None, []),
     (("/ np.sqrt(d)", "/ d"), ["scale-by-dk"]),
 ])
+@e2e
 def test_a_course_whose_code_takes_exactly_batch_and_heads_axes(tmp_path: Path, change,
                                                                  expected) -> None:
     """batch = "heads": every test input reaches the code as (B, h, n, d), whatever its own
@@ -544,6 +558,7 @@ def dot_product_attention(query, key, value, mask=None):
 
 
 @pytest.mark.parametrize("change,expected", [(None, []), (("/ jnp.sqrt(d)", "/ d"), ["scale-by-dk"])])
+@e2e
 def test_a_jax_course(tmp_path: Path, change, expected) -> None:
     """arrays = "jax": the test inputs reach the code as JAX arrays (float32 here); the line of a
     mistake is quoted from JAX values too."""

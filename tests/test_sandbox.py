@@ -77,18 +77,20 @@ def marker_processes(marker: str) -> list[int]:
     ("return 'attention'", "wrong-shape"),
     ("return None", "wrong-shape"),
     ("return (x for x in range(3))", "wrong-shape"),
-    ("return np.full((2, 3), np.nan)", None),
+    ("return np.full((2, 3), np.nan)", "non-finite-output"),
     ("x = bytearray(8 * 1024 ** 3)", "memory-limit"),
 ])
 def test_hostile_calls_give_a_report_with_the_right_kind(grade_source, body: str,
-                                                         kind: str | None) -> None:
+                                                         kind: str) -> None:
+    """Each is reported as the error it is, and no call earns a check of the values."""
     started = time.monotonic()
     report = grade_source(wrap(body), limits=FAST)
     assert time.monotonic() - started < FAST.total_seconds + 10
     assert report["score"] < 2.0, report["score"]
     kinds = [e["kind"] for e in report["errors"]]
-    if kind:
-        assert kind in kinds, kinds
+    assert kind in kinds, kinds
+    values = [c for c in report["checks"] if c["id"].startswith("values-")]
+    assert values and not [c["id"] for c in values if c["passed"]]
 
 
 @pytest.mark.parametrize("body,said", [
@@ -122,13 +124,23 @@ def test_a_process_the_submission_forks_ends_by_its_own_signal(grade_source, end
     assert report["score"] == report["max_score"]
 
 
+def _verdicts(report: dict) -> tuple:
+    return (report["status"], report["score"], [(c["id"], c["passed"]) for c in report["checks"]],
+            report["errors"])
+
+
 def test_printing_and_forged_reports_do_not_change_the_score(grade_source) -> None:
+    """A forged report printed, a forged result frame written to stdout: the report is the one
+    the same code earns without them (its zeros fail every check of the values)."""
     forged = '{"score": 10.0, "status": "graded"}'
+    returned = "return _correct(Q, K, V, mask)[0] * 0"
     body = (f"print({forged!r} * 10000)\nsys.stderr.write('x' * 10**6)\n"
-            "os.write(1, b'AGF1' * 1000)\nreturn _correct(Q, K, V, mask)[0] * 0")
+            f"os.write(1, b'AGF1' * 1000)\n{returned}")
     report = grade_source(wrap(body), limits=FAST)
-    assert report["score"] < 3.0
-    assert len(report["metadata"].get("stdout", "")) <= 2000
+    assert _verdicts(report) == _verdicts(grade_source(wrap(returned), limits=FAST))
+    assert not [c["id"] for c in report["checks"] if c["id"].startswith("values-") and c["passed"]]
+    assert forged in report["metadata"]["stdout"]
+    assert len(report["metadata"]["stdout"]) <= 2000
 
 
 def test_writing_to_every_file_descriptor_does_not_forge_results(grade_source) -> None:
@@ -136,7 +148,10 @@ def test_writing_to_every_file_descriptor_does_not_forge_results(grade_source) -
             "    try:\n        os.write(fd, b'AGF1' + b'\\x00' * 64)\n    except OSError:\n"
             "        pass\nreturn np.zeros((Q.shape[-2], V.shape[-1]))")
     report = grade_source(wrap(body), limits=FAST)
-    assert report["score"] < 3.0
+    # the frame written into the result channel is taken for what it is: a broken channel
+    assert {e["kind"] for e in report["errors"]} == {"crashed"}, report["errors"]
+    assert "broke the result channel" in report["errors"][0]["message"]
+    assert report["score"] == 0 and not [c["id"] for c in report["checks"] if c["passed"]]
 
 
 def test_monkeypatching_numpy_in_the_child_changes_nothing(grade_source) -> None:
@@ -145,7 +160,11 @@ def test_monkeypatching_numpy_in_the_child_changes_nothing(grade_source) -> None
                              "np.testing.assert_allclose = lambda *a, **k: None")
     source = source.replace("return weights @ V, weights", "return weights @ V * 2, weights")
     report = grade_source(source, limits=FAST)
-    assert report["score"] < 6.0
+    # the comparisons are the grader's own: the doubled output fails them as it would unpatched
+    unpatched = grade_source(CORRECT.replace("return weights @ V, weights",
+                                             "return weights @ V * 2, weights"), limits=FAST)
+    assert _verdicts(report) == _verdicts(unpatched)
+    assert not [c["id"] for c in report["checks"] if c["id"].startswith("values-") and c["passed"]]
 
 
 def test_reading_the_grader_is_refused(grade_source) -> None:
