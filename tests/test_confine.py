@@ -314,8 +314,5 @@ def test_the_childs_limits_are_set(name: str, expected: list[int]) -> None:
     assert limits_after_apply_limits(name) == expected
 
 
-@pytest.mark.xfail(strict=True, reason="worker.apply_limits skips a limit of 0 (`if value:`), "
-                   "so RLIMIT_CORE is never set; no core is dumped all the same where the child "
-                   "is not dumpable (confine sets PR_SET_DUMPABLE 0)")
 def test_the_child_dumps_no_core() -> None:
     assert limits_after_apply_limits("RLIMIT_CORE") == [0, 0]

@@ -63,6 +63,21 @@ def skipped_layers() -> list[str]:
     return [x for x in os.environ.get(SKIP_LAYERS_VARIABLE, "").split(",") if x]
 
 
+def signal_name(signum: int) -> str:
+    """A signal as a report names it: a standard signal by its name, any other (real-time,
+    or one the C library keeps for itself, which Python's ``signal.Signals`` does not name)
+    by its number."""
+    rtmin, rtmax = getattr(signal, "SIGRTMIN", 0), getattr(signal, "SIGRTMAX", -1)
+    if rtmin <= signum <= rtmax:
+        offset = "SIGRTMIN" if signum == rtmin else (
+            "SIGRTMAX" if signum == rtmax else f"SIGRTMIN+{signum - rtmin}")
+        return f"signal {signum} ({offset})"
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
 class Child:
     """One worker process and its two pipes."""
 
@@ -83,6 +98,8 @@ class Child:
         #: (its child said so before any student code ran): it writes nothing in the run's folder
         self.own_root = False
         self.spared: set[int] | None = None
+        #: the thread that reaps a started (not forked) child once it is stopped
+        self.reaper: threading.Thread | None = None
         if self.server is not None:
             self.marker = secrets.token_hex(8)
             # the processes to spare are read only where a clean-up may have to look for strays
@@ -183,7 +200,7 @@ class Child:
         if code in (-signal.SIGXCPU, -signal.SIGKILL):
             return "timeout", "the submission used up its CPU time"
         if code < 0:
-            return "crashed", f"the submission's process was killed by {signal.Signals(-code).name}"
+            return "crashed", f"the submission's process was killed by {signal_name(-code)}"
         return "crashed", f"the submission's process exited with status {code} during the call"
 
     def confined_as(self, layers: list[str]) -> None:
@@ -208,8 +225,10 @@ class Child:
         if self.server is not None:  # the server reaps its forks; it is told to sweep up
             self.server.sweep(self.contained)
         else:
-            threading.Thread(target=settle_and_reap, args=(self.process, self.process.pid),
-                             name=REAPER_THREAD, daemon=True).start()
+            self.reaper = threading.Thread(target=settle_and_reap,
+                                           args=(self.process, self.process.pid),
+                                           name=REAPER_THREAD, daemon=True)
+            self.reaper.start()
         for fd in (self.request_write, self.result_read):
             try:
                 os.close(fd)

@@ -212,6 +212,34 @@ def reap_zombies(since: int | None = None) -> None:
             _killed.discard(pid)
 
 
+def settle_run(since: int, spared: set[int], seconds: float = 10.0) -> None:
+    """Wait until nothing a run left (started since ``since``) is this process's child, alive
+    or dead, but ``spared`` (the fork servers): the killed take a moment to die, and only then
+    come to us, the subreaper. When the caller gets its report, it has no child of the run.
+    (A live child is waited for only if it is known to be the run's: killed here, of an ended
+    run's session, or from a run's pid namespace; a host program's own are left to it.)"""
+    me = os.getpid()
+    deadline = time.monotonic() + seconds
+    while True:
+        reap_zombies(since)
+        try:
+            pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+        except OSError:
+            return
+        sessions = set(_ended_sessions)
+        left = False
+        for pid in pids:
+            fields = _stat(pid) if pid not in spared else None
+            if (fields is not None and int(fields[1]) == me and int(fields[19]) >= since
+                    and (fields[0] == "Z" or pid in _killed or int(fields[3]) in sessions
+                         or _lived_in_a_namespace(pid))):
+                left = True
+                break
+        if not left or time.monotonic() >= deadline:
+            return
+        time.sleep(0.002)
+
+
 def _a_child_has_died() -> bool:
     """Is any child of this process dead and not yet reaped? (Nothing is reaped by asking.)"""
     try:
