@@ -117,6 +117,27 @@ def test_seccomp_denies_ip_sockets_tracing_namespaces_and_ipc() -> None:
 
 
 @needs_seccomp
+def test_seccomp_allows_unix_sockets_only() -> None:
+    """Every socket family but AF_UNIX is denied: netlink (NETLINK_USERSOCK was a channel
+    between concurrent runs without a network namespace), packet, crypto, vsock, IP..."""
+    families = {"netlink-usersock": (socket.AF_NETLINK, socket.SOCK_RAW, 2),
+                "netlink-route": (socket.AF_NETLINK, socket.SOCK_DGRAM, 0),
+                "packet": (17, socket.SOCK_DGRAM, 0), "alg": (38, socket.SOCK_SEQPACKET, 0),
+                "vsock": (40, socket.SOCK_STREAM, 0), "inet": (socket.AF_INET, socket.SOCK_DGRAM, 0)}
+
+    def check() -> dict[str, int]:
+        assert confine.seccomp_filter(([], []))
+        seen = {name: error_of(lambda args=args: socket.socket(*args).close())
+                for name, args in families.items()}
+        seen["unix"] = error_of(lambda: socket.socket(socket.AF_UNIX).close())
+        seen["unix-pair"] = error_of(lambda: [s.close() for s in socket.socketpair()])
+        return seen
+
+    seen = in_a_fork(check)
+    assert seen == {**dict.fromkeys(families, errno.EACCES), "unix": 0, "unix-pair": 0}
+
+
+@needs_seccomp
 def test_seccomp_allows_ipc_where_the_run_has_a_namespace_for_it() -> None:
     def check() -> list[int]:
         libc = confine._libc()

@@ -22,7 +22,7 @@ In order:
 4. ``landlock``: where the kernel has it, the same allow-list again (and only it) for the file
    system, no TCP, and no signals or abstract sockets to processes outside the child's domain:
    the filesystem layer where namespaces are not allowed (a CI runner as an ordinary user).
-5. ``seccomp``: no IP sockets, tracing, other processes' memory, inotify, mounting, new
+5. ``seccomp``: no socket but AF_UNIX (no IP, netlink, packet, ...), tracing, other processes' memory, inotify, mounting, new
    namespaces, BPF or keys; no signals to the grader's processes.
 
 Standard library only: ``worker.py`` loads this file by path, and nothing here imports the
@@ -52,7 +52,7 @@ AT_FDCWD, AT_RECURSIVE = -100, 0x8000
 MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID, MOUNT_ATTR_NODEV = 1, 2, 4
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
 SCMP_ACT_ALLOW = 0x7FFF0000
-SCMP_CMP_EQ = 4
+SCMP_CMP_NE = 1
 SCMP_CMP_MASKED_EQ = 7
 UNPRIVILEGED_ID = 65534  # nobody
 #: processes a run's own uid may have at once (with a uid per run, a bound per run)
@@ -753,9 +753,13 @@ def _compile_seccomp(protected, deny_ipc):
     deny = 0x00050000 | errno.EACCES  # SCMP_ACT_ERRNO(EACCES)
     ok = True
     try:
-        number = seccomp.seccomp_syscall_resolve_name(b"socket")
-        for family in (socket.AF_INET, socket.AF_INET6, getattr(socket, "AF_PACKET", 17)):
-            rule = (_ArgCmp * 1)(_ArgCmp(0, SCMP_CMP_EQ, family, 0))
+        # sockets of one family only: AF_UNIX (its abstract names scoped by a network
+        # namespace or Landlock, its paths by the file system layers); IP, netlink (a
+        # NETLINK_USERSOCK port is a channel between concurrent runs), packet, vsock, the
+        # kernel's crypto sockets and the rest are denied
+        for name in (b"socket", b"socketpair"):
+            number = seccomp.seccomp_syscall_resolve_name(name)
+            rule = (_ArgCmp * 1)(_ArgCmp(0, SCMP_CMP_NE, socket.AF_UNIX, 0))
             ok &= seccomp.seccomp_rule_add_array(context, deny, number, 1, rule) == 0
         for name in DENIED_SYSCALLS + (IPC_SYSCALLS if deny_ipc else ()):
             number = seccomp.seccomp_syscall_resolve_name(name)
