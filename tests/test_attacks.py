@@ -1018,3 +1018,4 @@ def test_only_unix_sockets_may_be_opened(tmp_path: Path) -> None:
     assert [name for name in families if name in out.split()] == [], out
     assert "unix-ok" in out.split()
     assert report["score"] == report["max_score"]
+

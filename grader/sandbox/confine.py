@@ -9,8 +9,7 @@ In order:
    which goes on here. The process that called :func:`confine` stays outside, waits for the
    runner and exits as it did. Where the fork server may make pid namespaces (root), the run's
    first process is pid 1 of its own already, and runs the submission itself: it forks nothing
-   (:class:`RunNamespaces`); there the network namespace is the server's, made once, empty, and
-   shared by its runs one at a time. The runner sees only its own processes (a fresh ``/proc``): no
+   (:class:`RunNamespaces`). The runner sees only its own processes (a fresh ``/proc``): no
    ancestor's ``cmdline``, ``environ`` or ``mem``, no classmate to signal.
 2. ``read-only-root``: the runner pivots into a new root holding read-only binds of the system
    and Python directories only, the grader's own packages hidden under empty mounts, a few
@@ -211,8 +210,6 @@ class RunNamespaces:
         except OSError:
             self.own = None
         self.armed = None  # the signals whose handlers every run's pid 1 inherits
-        self.network_of = None  # the server process whose network namespace its runs share
-        self.in_own_network = False  # (read in the fork: is the server in a network of its own?)
 
     def enter(self):
         """In the server, before a fork: is its next child the first of a new pid namespace?"""
@@ -220,15 +217,6 @@ class RunNamespaces:
             return False
         if self.armed is None:  # (once, here: every later fork inherits them)
             self.armed = _arm_ending_signals(self.libc)
-        if self.network_of != os.getpid() and self.libc.unshare(CLONE_NEWNET) == 0:
-            # An empty network, once per server, shared by its runs, which are one at a time:
-            # a network namespace costs about 0.5 ms of CPU to make and clean up, and nothing a
-            # run leaves in one outlives it (its sockets close as its processes end, all of
-            # them before its pid 1 is reaped; lo stays down; the rest needs privilege).
-            # Runs at the same time are in different servers', and Landlock (ABI 6) scopes
-            # abstract sockets to each run as well.
-            self.network_of = os.getpid()
-        self.in_own_network = self.network_of == os.getpid()
         return True
 
     def leave(self):
@@ -246,10 +234,12 @@ class RunNamespaces:
         if os.getppid() != server:
             os._exit(70)
         entered = ["pid-namespace"]
-        made = ~CLONE_NEWNET if self.in_own_network else ~0  # (the server's network is new)
+        # a network namespace of its own, as every other namespace: one shared by a server's
+        # runs (it saved about 0.5 ms a run) let a dying run's sockets, listed in /proc/net,
+        # reach the next run
         for flags, names in ((CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC, ALL_NAMESPACES[1:]),
                              *PARTIAL_NAMESPACES):
-            if self.libc.unshare(flags & made) == 0:
+            if self.libc.unshare(flags) == 0:
                 entered += names
                 break
         global _status_pipe
