@@ -1019,3 +1019,41 @@ def test_only_unix_sockets_may_be_opened(tmp_path: Path) -> None:
     assert "unix-ok" in out.split()
     assert report["score"] == report["max_score"]
 
+
+
+@pytest.mark.parametrize("escape", ["sigchld-ignored", "orphaned"])
+def test_cpu_burnt_in_processes_nobody_waits_for_is_the_runs(tmp_path: Path,
+                                                            escape: str) -> None:
+    """Each call burns 3 s of CPU (its budget: 2 s) in children that nobody's ``cutime``
+    counts: a hundred short ones reaped by the kernel (SIGCHLD ignored), or one double-forked
+    and adopted by the grader or the fork server (where there is no pid namespace). The run is
+    charged for them, however they were reaped: the calls run out of CPU time, whatever the
+    machine's load (before, only the wall-clock backstop could stop them, on a loaded machine)."""
+    from grader.config import Limits
+
+    def burn(seconds: float) -> str:
+        return ("t = time.process_time()\n"
+                f"while time.process_time() - t < {seconds}:\n"
+                "    pass\n")
+
+    if escape == "sigchld-ignored":
+        body = ("try:\n    signal.signal(signal.SIGCHLD, signal.SIG_IGN)\nexcept OSError:\n"
+                "    pass\nfor _ in range(100):\n    pid = os.fork()\n    if pid == 0:\n"
+                + textwrap.indent(burn(0.03), "        ") + "        os._exit(0)\n"
+                "    try:\n        os.waitpid(pid, 0)\n    except ChildProcessError:\n"
+                "        pass\n")
+    else:
+        body = ("r, w = os.pipe()\npid = os.fork()\nif pid == 0:\n    os.setsid()\n"
+                "    if os.fork() == 0:\n        os.close(r)\n"
+                + textwrap.indent(burn(3.0), "        ")
+                + "        os._exit(0)\n    os._exit(0)\nos.close(w)\nos.waitpid(pid, 0)\n"
+                "os.read(r, 1)\nos.close(r)\n")
+    source = CORRECT + "\n_right = scaled_dot_product_attention\n" + (
+        "def scaled_dot_product_attention(Q, K, V, mask=None):\n"
+        "    import os, signal, time\n" + textwrap.indent(body, "    ")
+        + "    return _right(Q, K, V, mask)\n")
+    report = _grade(tmp_path, source, limits=Limits(call_seconds=2, total_seconds=30,
+                                                    import_seconds=5))
+    timeouts = [e["message"] for e in report["errors"] if e["kind"] == "timeout"]
+    assert any("of CPU time" in message for message in timeouts), report["errors"]
+    assert report["score"] < report["max_score"]

@@ -138,6 +138,24 @@ def test_seccomp_allows_unix_sockets_only() -> None:
 
 
 @needs_seccomp
+def test_seccomp_refuses_a_new_action_for_sigchld() -> None:
+    """Ignoring SIGCHLD (or SA_NOCLDWAIT) has the kernel reap a run's children, whose CPU time
+    then reaches no parent's cutime: refused. Asking for the action, and other signals'
+    actions, still work."""
+    import signal
+
+    def check() -> dict[str, int]:
+        assert confine.seccomp_filter(([], []))
+        return {"ignore": error_of(lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN)),
+                "handle": error_of(lambda: signal.signal(signal.SIGCHLD, lambda *a: None)),
+                "ask": error_of(lambda: signal.getsignal(signal.SIGCHLD)),
+                "other": error_of(lambda: signal.signal(signal.SIGUSR1, signal.SIG_IGN))}
+
+    assert in_a_fork(check) == {"ignore": errno.EPERM, "handle": errno.EPERM, "ask": 0,
+                                "other": 0}
+
+
+@needs_seccomp
 def test_seccomp_allows_ipc_where_the_run_has_a_namespace_for_it() -> None:
     def check() -> list[int]:
         libc = confine._libc()

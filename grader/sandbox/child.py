@@ -23,7 +23,9 @@ from grader.sandbox.processes import (
     end_contained_run,
     kill_run,
     own_children,
+    reap_adopted,
     settle_and_reap,
+    start_ticks,
     tree_cpu_seconds,
 )
 from grader.sandbox.spawn import Spawned, output_file, spawn_worker
@@ -121,6 +123,13 @@ class Child:
             self.output = started.output
             self.request_write, self.result_read = started.request_write, started.result_read
         self.uid = run_uid(self.process.pid)
+        #: when it started (``boot_ticks``): what the grader or the server adopts that started
+        #: since is this run's (runs take turns)
+        self.started: int | None = None
+        #: the CPU time of its orphans that the grader reaped (started, not forked, children)
+        self.reaped_cpu = 0.0
+        #: what the server had told of the orphans it reaped before this run
+        self.adopted_before = self.server.adopted_cpu if self.server is not None else 0.0
         self.reader = wire.FrameReader(limits.max_result_mb << 20)
         self.pending: list[tuple[dict[str, Any], bytes]] = []
         setup = {
@@ -189,8 +198,24 @@ class Child:
         return header, blob
 
     def cpu_seconds(self) -> float:
-        """The CPU time this child and everything it started have used so far."""
-        return tree_cpu_seconds(self.process.pid)
+        """The CPU time this child and everything it started have used so far: its
+        descendants (running, or reaped by them), and, where its orphans come to the grader
+        or the fork server (no pid namespace), those adopted (running, or reaped by them)."""
+        pid = self.process.pid
+        if self.started is None:
+            self.started = start_ticks(pid)
+        if self.contained or self.started is None:
+            return tree_cpu_seconds(pid)  # (every process it started is in its namespace)
+        spared = frozenset({pid, *forkserver.server_pids()})
+        if self.server is not None:
+            self.server.hear()  # (what it has reaped of this run's orphans, so far)
+            adopter = self.server.process.pid
+            reaped = self.server.adopted_cpu - self.adopted_before
+        else:
+            adopter = os.getpid()
+            self.reaped_cpu += reap_adopted(self.started, spared)
+            reaped = self.reaped_cpu
+        return reaped + tree_cpu_seconds(pid, frozenset({adopter}), self.started, spared)
 
     def death_kind(self) -> tuple[str, str]:
         try:

@@ -21,7 +21,8 @@ In order:
 4. ``landlock``: where the kernel has it, the same allow-list again (and only it) for the file
    system, no TCP, and no signals or abstract sockets to processes outside the child's domain:
    the filesystem layer where namespaces are not allowed (a CI runner as an ordinary user).
-5. ``seccomp``: no socket but AF_UNIX (no IP, netlink, packet, ...), tracing, other processes' memory, inotify, mounting, new
+5. ``seccomp``: no socket but AF_UNIX (no IP, netlink, packet, ...), no new SIGCHLD action
+   (ignoring it would hide children's CPU time), tracing, other processes' memory, inotify, mounting, new
    namespaces, BPF or keys; no signals to the grader's processes.
 
 Standard library only: ``worker.py`` loads this file by path, and nothing here imports the
@@ -756,6 +757,12 @@ def _compile_seccomp(protected, deny_ipc):
             if number >= 0:
                 ok &= seccomp.seccomp_rule_add_array(context, deny, number, 0, None) == 0
         refuse = 0x00050000 | errno.EPERM
+        # no new action for SIGCHLD: ignoring it (or SA_NOCLDWAIT) has the kernel reap the
+        # children, whose CPU time then reaches nobody's cutime, and so no run's budget
+        number = seccomp.seccomp_syscall_resolve_name(b"rt_sigaction")
+        rule = (_ArgCmp * 2)(_ArgCmp(0, SCMP_CMP_MASKED_EQ, 0xFFFFFFFF, signal.SIGCHLD),
+                             _ArgCmp(1, SCMP_CMP_NE, 0, 0))
+        ok &= seccomp.seccomp_rule_add_array(context, refuse, number, 2, rule) == 0
         pids, groups = protected
         targets = [-1, *pids, *(-pid for pid in pids), *(-group for group in groups)]
         for name in (b"kill", b"tgkill", b"rt_sigqueueinfo", b"rt_tgsigqueueinfo"):
