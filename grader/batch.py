@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import ctypes
 import dataclasses
+import fcntl
 import glob
 import hashlib
 import io
@@ -24,6 +26,7 @@ import os
 import re
 import resource
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -169,10 +172,26 @@ def _warm_worker(scratch: str | None = None) -> None:
     there), import the grading stages and start the fork server once."""
     from grader import pipeline, sandbox
 
+    _die_with_batch()
     if scratch is not None:
         tempfile.tempdir = scratch
     sandbox.start_fork_server()
     pipeline.import_numeric_stages()
+
+
+def _die_with_batch() -> None:
+    """In a pool worker: be killed when the process that started it dies (a batch killed with
+    ``kill -9`` must not leave its workers, their fork servers or their runs running, which
+    die with them). Linux only."""
+    if not sys.platform.startswith("linux"):
+        return
+    parent = os.getppid()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # (it died before the death signal was asked for)
+        os._exit(1)
 
 
 def _grade_entry_warm(job: Job) -> dict[str, Any]:
@@ -184,19 +203,73 @@ def _grade_entry_warm(job: Job) -> dict[str, Any]:
     return grade_entry(job)
 
 
+SCRATCH_PREFIX = "attention-grader-batch-"
+#: the file in a batch's scratch folder that the batch holds locked (flock) while it lives
+SCRATCH_LOCK = ".alive"
+#: a scratch folder without its lock file is a batch's that died as it made it, once this old
+SCRATCH_UNLOCKED_SECONDS = 3600.0
+
+
 @contextmanager
 def batch_scratch() -> Iterator[str]:
     """A temporary folder for the workers of one batch, removed with all in it when the batch
     ends: a worker that is killed (by a submission running as its user, say) leaves its runs'
-    folders behind, and only a process that outlives it can remove them."""
-    scratch = tempfile.mkdtemp(prefix="attention-grader-batch-")
+    folders behind, and only a process that outlives it can remove them. The batch holds a
+    lock in it while it lives: the folders of batches that died (``kill -9``) are removed by
+    the next batch, when it starts (``remove_stale_scratch``)."""
+    remove_stale_scratch()
+    scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
+    lock = -1
     try:
+        lock = os.open(os.path.join(scratch, SCRATCH_LOCK),
+                       os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        fcntl.flock(lock, fcntl.LOCK_EX)
         # searchable, not listable, as each run's own folder in it (runs that continue as a uid
         # of their own reach their folder by its absolute path)
         os.chmod(scratch, 0o711)
         yield scratch
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        if lock >= 0:
+            os.close(lock)
+
+
+def remove_stale_scratch(folder: str | None = None) -> list[str]:
+    """Remove the scratch folders that batches of this user left in ``folder`` (the temporary
+    folder) when they died: those whose lock no process holds. Returns them."""
+    removed = []
+    try:
+        entries = list(os.scandir(folder or tempfile.gettempdir()))
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            if (not entry.name.startswith(SCRATCH_PREFIX)
+                    or not entry.is_dir(follow_symlinks=False)
+                    or entry.stat(follow_symlinks=False).st_uid != os.getuid()):
+                continue
+            lock = os.open(os.path.join(entry.path, SCRATCH_LOCK),
+                           os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            with contextlib.suppress(OSError):
+                age = time.time() - entry.stat(follow_symlinks=False).st_mtime
+                if age > SCRATCH_UNLOCKED_SECONDS:
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                    removed.append(entry.path)
+            continue
+        except OSError:
+            continue
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # (a live batch's)
+            os.close(lock)
+            continue
+        try:
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(entry.path)
+        finally:
+            os.close(lock)
+    return removed
 
 
 def start_method() -> str:

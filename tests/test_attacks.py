@@ -957,3 +957,109 @@ def test_a_world_readable_class_folder_lends_no_answers(tmp_path: Path, mode: st
         assert bob["score"] == bob["max_score"]
     else:
         assert "chmod" in bob["errors"][0]["message"] or "--unsafe" in bob["errors"][0]["message"]
+
+
+# -- isolation round five (issue 32) ------------------------------------------------------------
+
+def _own_zombies() -> list[str]:
+    """This process's dead children that nothing has reaped."""
+    me, found = os.getpid(), []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                stat = Path(f"/proc/{name}/stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rfind(")") + 2:].split()
+            if fields[0] == "Z" and int(fields[1]) == me:
+                found.append(stat[:60])
+    return found
+
+
+@pytest.mark.parametrize("signum", [35, 64])
+def test_a_death_by_a_real_time_signal_is_that_submissions_crash(tmp_path: Path,
+                                                                 signum: int) -> None:
+    """A submission that kills itself with a real-time signal (no name in Python's
+    ``signal.Signals``) is that submission's `crashed`, named by its number: never an internal
+    error of the grader, whose ``grade()`` must not raise."""
+    source = CORRECT + textwrap.dedent(f"""\
+        _right = scaled_dot_product_attention
+        def scaled_dot_product_attention(Q, K, V, mask=None):
+            import os
+            os.kill(os.getpid(), {signum})
+            return _right(Q, K, V, mask)
+        """)
+    report = _grade(tmp_path, source)
+    crashes = [e["message"] for e in report["errors"] if e["kind"] == "crashed"]
+    assert crashes, report["errors"]
+    assert any(f"killed by signal {signum}" in message for message in crashes), crashes
+    assert report["score"] < report["max_score"]
+
+
+def test_no_dead_child_is_left_when_grade_returns(tmp_path: Path) -> None:
+    """Right after ``grade()`` returns, the calling process has no unreaped child."""
+    for _ in range(2):
+        _grade(tmp_path, CORRECT)
+        assert _own_zombies() == []
+
+
+def test_only_unix_sockets_may_be_opened(tmp_path: Path) -> None:
+    """A channel between concurrent students needs a socket family that reaches beyond the
+    run: netlink (NETLINK_USERSOCK ports, read back from /proc/net/netlink), packet, vsock, the
+    kernel's crypto sockets... Only AF_UNIX is allowed (its abstract names are scoped by
+    Landlock or a network namespace), in every mode."""
+    families = {"netlink-usersock": "socket.AF_NETLINK, socket.SOCK_RAW, 2",
+                "netlink-route": "socket.AF_NETLINK, socket.SOCK_RAW, 0",
+                "netlink-dgram": "socket.AF_NETLINK, socket.SOCK_DGRAM, 2",
+                "alg": "38, socket.SOCK_SEQPACKET, 0", "vsock": "40, socket.SOCK_STREAM, 0",
+                "inet": "socket.AF_INET, socket.SOCK_DGRAM, 0",
+                "packet": "17, socket.SOCK_DGRAM, 0", "x25": "9, socket.SOCK_SEQPACKET, 0"}
+    attack = "import socket\n" + "".join(
+        _attempt(f"socket.socket({args}).close()\nprint({name!r})")
+        for name, args in families.items())
+    report = _grade(tmp_path, attack + _attempt(
+        "socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)[0].close()\nprint('unix-ok')")
+        + CORRECT)
+    out = report["metadata"]["stdout"]
+    assert [name for name in families if name in out.split()] == [], out
+    assert "unix-ok" in out.split()
+    assert report["score"] == report["max_score"]
+
+
+
+@pytest.mark.parametrize("escape", ["sigchld-ignored", "orphaned"])
+def test_cpu_burnt_in_processes_nobody_waits_for_is_the_runs(tmp_path: Path,
+                                                            escape: str) -> None:
+    """Each call burns 3 s of CPU (its budget: 2 s) in children that nobody's ``cutime``
+    counts: a hundred short ones reaped by the kernel (SIGCHLD ignored), or one double-forked
+    and adopted by the grader or the fork server (where there is no pid namespace). The run is
+    charged for them, however they were reaped: the calls run out of CPU time, whatever the
+    machine's load (before, only the wall-clock backstop could stop them, on a loaded machine)."""
+    from grader.config import Limits
+
+    def burn(seconds: float) -> str:
+        return ("t = time.process_time()\n"
+                f"while time.process_time() - t < {seconds}:\n"
+                "    pass\n")
+
+    if escape == "sigchld-ignored":
+        body = ("try:\n    signal.signal(signal.SIGCHLD, signal.SIG_IGN)\nexcept OSError:\n"
+                "    pass\nfor _ in range(100):\n    pid = os.fork()\n    if pid == 0:\n"
+                + textwrap.indent(burn(0.03), "        ") + "        os._exit(0)\n"
+                "    try:\n        os.waitpid(pid, 0)\n    except ChildProcessError:\n"
+                "        pass\n")
+    else:
+        body = ("r, w = os.pipe()\npid = os.fork()\nif pid == 0:\n    os.setsid()\n"
+                "    if os.fork() == 0:\n        os.close(r)\n"
+                + textwrap.indent(burn(3.0), "        ")
+                + "        os._exit(0)\n    os._exit(0)\nos.close(w)\nos.waitpid(pid, 0)\n"
+                "os.read(r, 1)\nos.close(r)\n")
+    source = CORRECT + "\n_right = scaled_dot_product_attention\n" + (
+        "def scaled_dot_product_attention(Q, K, V, mask=None):\n"
+        "    import os, signal, time\n" + textwrap.indent(body, "    ")
+        + "    return _right(Q, K, V, mask)\n")
+    report = _grade(tmp_path, source, limits=Limits(call_seconds=2, total_seconds=30,
+                                                    import_seconds=5))
+    timeouts = [e["message"] for e in report["errors"] if e["kind"] == "timeout"]
+    assert any("of CPU time" in message for message in timeouts), report["errors"]
+    assert report["score"] < report["max_score"]

@@ -760,3 +760,84 @@ def test_reports_take_the_permissions_of_their_folder(tmp_path: Path) -> None:
     out.chmod(0o775)
     run_batch(discover([str(submission.parent)]), "attention", out, jobs=1, resume=False)
     assert {p.stat().st_mode & 0o777 for p in out.iterdir()} == {0o660}
+
+
+def _descendants(root: int) -> set[int]:
+    """The processes below ``root`` now (a batch this test started), however deep."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                stat = Path(f"/proc/{name}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat[stat.rfind(")") + 2:].split()[1]), []).append(int(name))
+    found: set[int] = set()
+    waiting = [root]
+    while waiting:
+        for child in children.get(waiting.pop(), ()):
+            if child not in found:
+                found.add(child)
+                waiting.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2:].split()[0] != "Z"
+
+
+def test_a_batch_killed_with_sigkill_leaves_no_process_and_its_folder_goes_next_time(
+        tmp_path: Path) -> None:
+    """``kill -9`` of a batch while its students run: its pool workers, their fork servers and
+    the runs die with it; its scratch folder is removed when the next batch starts."""
+    import signal
+    import time
+
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for name in ("ann", "bob"):
+        (folder / f"{name}.py").write_text(
+            "import time\ntime.sleep(50)\n" + (ATTENTION / "correct_matmul.py").read_text())
+    env = {**os.environ, "TMPDIR": str(temporary)}
+    batch = subprocess.Popen([sys.executable, "-m", "grader", "batch", str(folder), "-a",
+                              "attention", "--out", str(tmp_path / "out"), "--jobs", "2"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    try:
+        # the students are running once the batch's tree stops growing (workers, their
+        # servers, the runs): looked at until it has been the same for three seconds
+        seen: set[int] = set()
+        steady_since = time.monotonic()
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and time.monotonic() - steady_since < 3:
+            now = _descendants(batch.pid)
+            if now - seen:
+                steady_since = time.monotonic()
+            seen |= now
+            time.sleep(0.1)
+        assert len(seen) >= 3, seen  # (two workers and a server at least)
+        assert [p.name for p in temporary.iterdir()]  # its scratch folder
+    finally:
+        batch.send_signal(signal.SIGKILL)
+        batch.wait()
+    deadline = time.monotonic() + 30
+    while [p for p in seen if _alive(p)] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [p for p in seen if _alive(p)]
+    for pid in left:  # (the test's own: they must not outlive it either)
+        os.kill(pid, signal.SIGKILL)
+    assert left == []
+    # the next batch removes the dead batch's folder as it starts (and its own as it ends)
+    again = tmp_path / "again"
+    again.mkdir()
+    shutil.copy(ATTENTION / "correct_matmul.py", again / "cyd.py")
+    done = subprocess.run([sys.executable, "-m", "grader", "batch", str(again), "-a",
+                           "attention", "--out", str(tmp_path / "out2")], capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert list(temporary.iterdir()) == []

@@ -117,6 +117,45 @@ def test_seccomp_denies_ip_sockets_tracing_namespaces_and_ipc() -> None:
 
 
 @needs_seccomp
+def test_seccomp_allows_unix_sockets_only() -> None:
+    """Every socket family but AF_UNIX is denied: netlink (NETLINK_USERSOCK was a channel
+    between concurrent runs without a network namespace), packet, crypto, vsock, IP..."""
+    families = {"netlink-usersock": (socket.AF_NETLINK, socket.SOCK_RAW, 2),
+                "netlink-route": (socket.AF_NETLINK, socket.SOCK_DGRAM, 0),
+                "packet": (17, socket.SOCK_DGRAM, 0), "alg": (38, socket.SOCK_SEQPACKET, 0),
+                "vsock": (40, socket.SOCK_STREAM, 0), "inet": (socket.AF_INET, socket.SOCK_DGRAM, 0)}
+
+    def check() -> dict[str, int]:
+        assert confine.seccomp_filter(([], []))
+        seen = {name: error_of(lambda args=args: socket.socket(*args).close())
+                for name, args in families.items()}
+        seen["unix"] = error_of(lambda: socket.socket(socket.AF_UNIX).close())
+        seen["unix-pair"] = error_of(lambda: [s.close() for s in socket.socketpair()])
+        return seen
+
+    seen = in_a_fork(check)
+    assert seen == {**dict.fromkeys(families, errno.EACCES), "unix": 0, "unix-pair": 0}
+
+
+@needs_seccomp
+def test_seccomp_refuses_a_new_action_for_sigchld() -> None:
+    """Ignoring SIGCHLD (or SA_NOCLDWAIT) has the kernel reap a run's children, whose CPU time
+    then reaches no parent's cutime: refused. Asking for the action, and other signals'
+    actions, still work."""
+    import signal
+
+    def check() -> dict[str, int]:
+        assert confine.seccomp_filter(([], []))
+        return {"ignore": error_of(lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN)),
+                "handle": error_of(lambda: signal.signal(signal.SIGCHLD, lambda *a: None)),
+                "ask": error_of(lambda: signal.getsignal(signal.SIGCHLD)),
+                "other": error_of(lambda: signal.signal(signal.SIGUSR1, signal.SIG_IGN))}
+
+    assert in_a_fork(check) == {"ignore": errno.EPERM, "handle": errno.EPERM, "ask": 0,
+                                "other": 0}
+
+
+@needs_seccomp
 def test_seccomp_allows_ipc_where_the_run_has_a_namespace_for_it() -> None:
     def check() -> list[int]:
         libc = confine._libc()
@@ -314,8 +353,5 @@ def test_the_childs_limits_are_set(name: str, expected: list[int]) -> None:
     assert limits_after_apply_limits(name) == expected
 
 
-@pytest.mark.xfail(strict=True, reason="worker.apply_limits skips a limit of 0 (`if value:`), "
-                   "so RLIMIT_CORE is never set; no core is dumped all the same where the child "
-                   "is not dumpable (confine sets PR_SET_DUMPABLE 0)")
 def test_the_child_dumps_no_core() -> None:
     assert limits_after_apply_limits("RLIMIT_CORE") == [0, 0]

@@ -23,7 +23,9 @@ from grader.sandbox.processes import (
     end_contained_run,
     kill_run,
     own_children,
+    reap_adopted,
     settle_and_reap,
+    start_ticks,
     tree_cpu_seconds,
 )
 from grader.sandbox.spawn import Spawned, output_file, spawn_worker
@@ -63,6 +65,21 @@ def skipped_layers() -> list[str]:
     return [x for x in os.environ.get(SKIP_LAYERS_VARIABLE, "").split(",") if x]
 
 
+def signal_name(signum: int) -> str:
+    """A signal as a report names it: a standard signal by its name, any other (real-time,
+    or one the C library keeps for itself, which Python's ``signal.Signals`` does not name)
+    by its number."""
+    rtmin, rtmax = getattr(signal, "SIGRTMIN", 0), getattr(signal, "SIGRTMAX", -1)
+    if rtmin <= signum <= rtmax:
+        offset = "SIGRTMIN" if signum == rtmin else (
+            "SIGRTMAX" if signum == rtmax else f"SIGRTMIN+{signum - rtmin}")
+        return f"signal {signum} ({offset})"
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
 class Child:
     """One worker process and its two pipes."""
 
@@ -83,6 +100,8 @@ class Child:
         #: (its child said so before any student code ran): it writes nothing in the run's folder
         self.own_root = False
         self.spared: set[int] | None = None
+        #: the thread that reaps a started (not forked) child once it is stopped
+        self.reaper: threading.Thread | None = None
         if self.server is not None:
             self.marker = secrets.token_hex(8)
             # the processes to spare are read only where a clean-up may have to look for strays
@@ -104,6 +123,13 @@ class Child:
             self.output = started.output
             self.request_write, self.result_read = started.request_write, started.result_read
         self.uid = run_uid(self.process.pid)
+        #: when it started (``boot_ticks``): what the grader or the server adopts that started
+        #: since is this run's (runs take turns)
+        self.started: int | None = None
+        #: the CPU time of its orphans that the grader reaped (started, not forked, children)
+        self.reaped_cpu = 0.0
+        #: what the server had told of the orphans it reaped before this run
+        self.adopted_before = self.server.adopted_cpu if self.server is not None else 0.0
         self.reader = wire.FrameReader(limits.max_result_mb << 20)
         self.pending: list[tuple[dict[str, Any], bytes]] = []
         setup = {
@@ -172,8 +198,24 @@ class Child:
         return header, blob
 
     def cpu_seconds(self) -> float:
-        """The CPU time this child and everything it started have used so far."""
-        return tree_cpu_seconds(self.process.pid)
+        """The CPU time this child and everything it started have used so far: its
+        descendants (running, or reaped by them), and, where its orphans come to the grader
+        or the fork server (no pid namespace), those adopted (running, or reaped by them)."""
+        pid = self.process.pid
+        if self.started is None:
+            self.started = start_ticks(pid)
+        if self.contained or self.started is None:
+            return tree_cpu_seconds(pid)  # (every process it started is in its namespace)
+        spared = frozenset({pid, *forkserver.server_pids()})
+        if self.server is not None:
+            self.server.hear()  # (what it has reaped of this run's orphans, so far)
+            adopter = self.server.process.pid
+            reaped = self.server.adopted_cpu - self.adopted_before
+        else:
+            adopter = os.getpid()
+            self.reaped_cpu += reap_adopted(self.started, spared)
+            reaped = self.reaped_cpu
+        return reaped + tree_cpu_seconds(pid, frozenset({adopter}), self.started, spared)
 
     def death_kind(self) -> tuple[str, str]:
         try:
@@ -183,7 +225,7 @@ class Child:
         if code in (-signal.SIGXCPU, -signal.SIGKILL):
             return "timeout", "the submission used up its CPU time"
         if code < 0:
-            return "crashed", f"the submission's process was killed by {signal.Signals(-code).name}"
+            return "crashed", f"the submission's process was killed by {signal_name(-code)}"
         return "crashed", f"the submission's process exited with status {code} during the call"
 
     def confined_as(self, layers: list[str]) -> None:
@@ -208,8 +250,10 @@ class Child:
         if self.server is not None:  # the server reaps its forks; it is told to sweep up
             self.server.sweep(self.contained)
         else:
-            threading.Thread(target=settle_and_reap, args=(self.process, self.process.pid),
-                             name=REAPER_THREAD, daemon=True).start()
+            self.reaper = threading.Thread(target=settle_and_reap,
+                                           args=(self.process, self.process.pid),
+                                           name=REAPER_THREAD, daemon=True)
+            self.reaper.start()
         for fd in (self.request_write, self.result_read):
             try:
                 os.close(fd)

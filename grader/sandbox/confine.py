@@ -9,8 +9,7 @@ In order:
    which goes on here. The process that called :func:`confine` stays outside, waits for the
    runner and exits as it did. Where the fork server may make pid namespaces (root), the run's
    first process is pid 1 of its own already, and runs the submission itself: it forks nothing
-   (:class:`RunNamespaces`); there the network namespace is the server's, made once, empty, and
-   shared by its runs one at a time. The runner sees only its own processes (a fresh ``/proc``): no
+   (:class:`RunNamespaces`). The runner sees only its own processes (a fresh ``/proc``): no
    ancestor's ``cmdline``, ``environ`` or ``mem``, no classmate to signal.
 2. ``read-only-root``: the runner pivots into a new root holding read-only binds of the system
    and Python directories only, the grader's own packages hidden under empty mounts, a few
@@ -22,7 +21,8 @@ In order:
 4. ``landlock``: where the kernel has it, the same allow-list again (and only it) for the file
    system, no TCP, and no signals or abstract sockets to processes outside the child's domain:
    the filesystem layer where namespaces are not allowed (a CI runner as an ordinary user).
-5. ``seccomp``: no IP sockets, tracing, other processes' memory, inotify, mounting, new
+5. ``seccomp``: no socket but AF_UNIX (no IP, netlink, packet, ...), no new SIGCHLD action
+   (ignoring it would hide children's CPU time), tracing, other processes' memory, inotify, mounting, new
    namespaces, BPF or keys; no signals to the grader's processes.
 
 Standard library only: ``worker.py`` loads this file by path, and nothing here imports the
@@ -52,7 +52,7 @@ AT_FDCWD, AT_RECURSIVE = -100, 0x8000
 MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID, MOUNT_ATTR_NODEV = 1, 2, 4
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
 SCMP_ACT_ALLOW = 0x7FFF0000
-SCMP_CMP_EQ = 4
+SCMP_CMP_NE = 1
 SCMP_CMP_MASKED_EQ = 7
 UNPRIVILEGED_ID = 65534  # nobody
 #: processes a run's own uid may have at once (with a uid per run, a bound per run)
@@ -211,8 +211,6 @@ class RunNamespaces:
         except OSError:
             self.own = None
         self.armed = None  # the signals whose handlers every run's pid 1 inherits
-        self.network_of = None  # the server process whose network namespace its runs share
-        self.in_own_network = False  # (read in the fork: is the server in a network of its own?)
 
     def enter(self):
         """In the server, before a fork: is its next child the first of a new pid namespace?"""
@@ -220,15 +218,6 @@ class RunNamespaces:
             return False
         if self.armed is None:  # (once, here: every later fork inherits them)
             self.armed = _arm_ending_signals(self.libc)
-        if self.network_of != os.getpid() and self.libc.unshare(CLONE_NEWNET) == 0:
-            # An empty network, once per server, shared by its runs, which are one at a time:
-            # a network namespace costs about 0.5 ms of CPU to make and clean up, and nothing a
-            # run leaves in one outlives it (its sockets close as its processes end, all of
-            # them before its pid 1 is reaped; lo stays down; the rest needs privilege).
-            # Runs at the same time are in different servers', and Landlock (ABI 6) scopes
-            # abstract sockets to each run as well.
-            self.network_of = os.getpid()
-        self.in_own_network = self.network_of == os.getpid()
         return True
 
     def leave(self):
@@ -246,10 +235,12 @@ class RunNamespaces:
         if os.getppid() != server:
             os._exit(70)
         entered = ["pid-namespace"]
-        made = ~CLONE_NEWNET if self.in_own_network else ~0  # (the server's network is new)
+        # a network namespace of its own, as every other namespace: one shared by a server's
+        # runs (it saved about 0.5 ms a run) let a dying run's sockets, listed in /proc/net,
+        # reach the next run
         for flags, names in ((CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC, ALL_NAMESPACES[1:]),
                              *PARTIAL_NAMESPACES):
-            if self.libc.unshare(flags & made) == 0:
+            if self.libc.unshare(flags) == 0:
                 entered += names
                 break
         global _status_pipe
@@ -753,15 +744,25 @@ def _compile_seccomp(protected, deny_ipc):
     deny = 0x00050000 | errno.EACCES  # SCMP_ACT_ERRNO(EACCES)
     ok = True
     try:
-        number = seccomp.seccomp_syscall_resolve_name(b"socket")
-        for family in (socket.AF_INET, socket.AF_INET6, getattr(socket, "AF_PACKET", 17)):
-            rule = (_ArgCmp * 1)(_ArgCmp(0, SCMP_CMP_EQ, family, 0))
+        # sockets of one family only: AF_UNIX (its abstract names scoped by a network
+        # namespace or Landlock, its paths by the file system layers); IP, netlink (a
+        # NETLINK_USERSOCK port is a channel between concurrent runs), packet, vsock, the
+        # kernel's crypto sockets and the rest are denied
+        for name in (b"socket", b"socketpair"):
+            number = seccomp.seccomp_syscall_resolve_name(name)
+            rule = (_ArgCmp * 1)(_ArgCmp(0, SCMP_CMP_NE, socket.AF_UNIX, 0))
             ok &= seccomp.seccomp_rule_add_array(context, deny, number, 1, rule) == 0
         for name in DENIED_SYSCALLS + (IPC_SYSCALLS if deny_ipc else ()):
             number = seccomp.seccomp_syscall_resolve_name(name)
             if number >= 0:
                 ok &= seccomp.seccomp_rule_add_array(context, deny, number, 0, None) == 0
         refuse = 0x00050000 | errno.EPERM
+        # no new action for SIGCHLD: ignoring it (or SA_NOCLDWAIT) has the kernel reap the
+        # children, whose CPU time then reaches nobody's cutime, and so no run's budget
+        number = seccomp.seccomp_syscall_resolve_name(b"rt_sigaction")
+        rule = (_ArgCmp * 2)(_ArgCmp(0, SCMP_CMP_MASKED_EQ, 0xFFFFFFFF, signal.SIGCHLD),
+                             _ArgCmp(1, SCMP_CMP_NE, 0, 0))
+        ok &= seccomp.seccomp_rule_add_array(context, refuse, number, 2, rule) == 0
         pids, groups = protected
         targets = [-1, *pids, *(-pid for pid in pids), *(-group for group in groups)]
         for name in (b"kill", b"tgkill", b"rt_sigqueueinfo", b"rt_tgsigqueueinfo"):

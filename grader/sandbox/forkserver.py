@@ -46,6 +46,9 @@ class ForkServer:
         # directory (a folder made here outlived pool workers that end without exit handlers)
         self.home = tempfile.gettempdir()
         self.exits: dict[int, int] = {}
+        #: the CPU time (seconds) of the processes it adopted and reaped, runs' orphans: told
+        #: as it reaps them (its runs take turns, so what it reaps during a run is the run's)
+        self.adopted_cpu = 0.0
         self.process: subprocess.Popen[bytes] | _ForkedServer
         try:
             if fork_of is not None:
@@ -88,6 +91,8 @@ class ForkServer:
         message = dict(json.loads(data))
         if message.get("op") == "exited":
             self.exits[int(message["pid"])] = int(message["code"])
+        if message.get("op") == "adopted":
+            self.adopted_cpu += float(message["seconds"])
         if message.get("op") == "server" and fds:
             message["pidfd"] = fds.pop()
         for fd in fds:  # (none is ever sent with anything else)
@@ -133,6 +138,12 @@ class ForkServer:
         if "pidfd" not in answer:
             raise EOFError("the fork server forked no server")
         return _ForkedServer(int(answer["pid"]), int(answer["pidfd"]))
+
+    def hear(self) -> None:
+        """Read what the server has told so far, without waiting (exits, adopted CPU)."""
+        with contextlib.suppress(EOFError, OSError, ValueError):
+            while self._receive(0.0) is not None:
+                pass
 
     def wait(self, pid: int, timeout: float) -> int | None:
         deadline = time.monotonic() + timeout

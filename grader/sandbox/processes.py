@@ -157,24 +157,65 @@ def _descendants(parents: dict[int, int], roots: set[int]) -> set[int]:
     return below
 
 
-def tree_cpu_seconds(root: int) -> float:
+def tree_cpu_seconds(root: int, adopters: frozenset[int] = frozenset(),
+                     since: int | None = None, spared: frozenset[int] = frozenset()) -> float:
     """The CPU time used so far by ``root`` and every process descended from it (those still
-    running, and those they have reaped), in seconds."""
+    running, and those they have reaped), in seconds; with ``adopters`` (the subreapers a
+    run's orphans come to where it has no pid namespace: the grader, the fork server), also by
+    the processes they adopted that started since ``since`` (the run's start; runs in one
+    process, and in one server, take turns), but the ``spared``, and their descendants."""
     try:
         pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
     except OSError:
         return 0.0
     parents: dict[int, int] = {}
     ticks: dict[int, int] = {}
+    roots = {root}
     for pid in pids:
         fields = _stat(pid)
-        if fields is None or len(fields) < 15:
+        if fields is None or len(fields) < 20:
             continue
         parents[pid] = int(fields[1])
         # utime, stime, and the children's (reaped) cutime, cstime
         ticks[pid] = sum(int(x) for x in fields[11:15])
-    tree = {root} | _descendants(parents, {root})
+        if (parents[pid] in adopters and since is not None and int(fields[19]) >= since
+                and pid not in spared):
+            roots.add(pid)
+    tree = roots | _descendants(parents, roots)
     return sum(ticks.get(pid, 0) for pid in tree) / os.sysconf("SC_CLK_TCK")
+
+
+def reap_adopted(since: int, spared: frozenset[int]) -> float:
+    """Reap the dead this process adopted (the subreaper) that started since ``since`` (a
+    run's start), but the ``spared``, and return the CPU time they used, with everything they
+    reaped, in seconds: a run's orphans, counted as they go (and no longer counted against
+    its uid's process limit)."""
+    if not _a_child_has_died():
+        return 0.0
+    me = os.getpid()
+    used = 0.0
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return 0.0
+    for pid in pids:
+        if pid in spared:
+            continue
+        fields = _stat(pid)
+        if (fields is None or fields[0] != "Z" or int(fields[1]) != me
+                or int(fields[19]) < since):
+            continue
+        with contextlib.suppress(ChildProcessError):
+            done, _, usage = os.wait4(pid, os.WNOHANG)
+            if done:
+                used += usage.ru_utime + usage.ru_stime
+    return used
+
+
+def start_ticks(pid: int) -> int | None:
+    """When ``pid`` started, in the unit of ``boot_ticks`` (None: it is gone)."""
+    fields = _stat(pid)
+    return int(fields[19]) if fields is not None and len(fields) > 19 else None
 
 
 #: sessions of runs that were ended here, and processes killed here: their dead are ours to reap
@@ -210,6 +251,34 @@ def reap_zombies(since: int | None = None) -> None:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)
             _killed.discard(pid)
+
+
+def settle_run(since: int, spared: set[int], seconds: float = 10.0) -> None:
+    """Wait until nothing a run left (started since ``since``) is this process's child, alive
+    or dead, but ``spared`` (the fork servers): the killed take a moment to die, and only then
+    come to us, the subreaper. When the caller gets its report, it has no child of the run.
+    (A live child is waited for only if it is known to be the run's: killed here, of an ended
+    run's session, or from a run's pid namespace; a host program's own are left to it.)"""
+    me = os.getpid()
+    deadline = time.monotonic() + seconds
+    while True:
+        reap_zombies(since)
+        try:
+            pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+        except OSError:
+            return
+        sessions = set(_ended_sessions)
+        left = False
+        for pid in pids:
+            fields = _stat(pid) if pid not in spared else None
+            if (fields is not None and int(fields[1]) == me and int(fields[19]) >= since
+                    and (fields[0] == "Z" or pid in _killed or int(fields[3]) in sessions
+                         or _lived_in_a_namespace(pid))):
+                left = True
+                break
+        if not left or time.monotonic() >= deadline:
+            return
+        time.sleep(0.002)
 
 
 def _a_child_has_died() -> bool:

@@ -29,7 +29,13 @@ from grader.config import DEFAULT_LIMITS, Limits
 from grader.model import CallOutcome, GraderError, Probe, RunInfo, Submission, TracedValue
 from grader.sandbox import forkserver, wire
 from grader.sandbox.child import Child
-from grader.sandbox.processes import become_subreaper, boot_ticks, reap_zombies, remove_leftovers
+from grader.sandbox.processes import (
+    become_subreaper,
+    boot_ticks,
+    reap_zombies,
+    remove_leftovers,
+    settle_run,
+)
 from grader.sandbox.spawn import Spawned, done_with_base, printed, take_head_start
 
 OUTPUT_EXCERPT_BYTES = 4096
@@ -269,7 +275,8 @@ def run(submission: Submission, plan: Planner, limits: Limits = DEFAULT_LIMITS,
         try:
             return _run(submission, plan, limits, prepare, forked)
         finally:
-            reap_zombies(_last_run_started)
+            # nothing of the run is left a child of this process, dead or alive, when it returns
+            settle_run(_last_run_started, forkserver.server_pids())
 
 
 @dataclasses.dataclass
@@ -319,6 +326,8 @@ class _Children:
     uids: list[int] = dataclasses.field(default_factory=list)
     #: the run's folder: no child wrote in it (so far)
     untouched: bool = True
+    #: the threads reaping the run's stopped children (started ones; the server reaps forks)
+    reapers: list[threading.Thread] = dataclasses.field(default_factory=list)
 
     def start(self, submission: Submission, limits: Limits) -> Child:
         spawned, self.head_start = self.head_start, None
@@ -331,9 +340,13 @@ class _Children:
 
     def stop(self, child: Child) -> None:
         child.stop()
+        if child.reaper is not None:
+            self.reapers.append(child.reaper)
         self.untouched = self.untouched and child.own_root
 
     def close(self) -> None:
+        for reaper in self.reapers:  # (each child of the run reaped before it returns)
+            reaper.join(timeout=40)
         for output in self.outputs:
             with contextlib.suppress(OSError):
                 os.close(output)

@@ -108,12 +108,12 @@ class Channel:
 
 def apply_limits(limits):
     for name, value in (
-        ("RLIMIT_CORE", 0),
+        ("RLIMIT_CORE", 0),  # (always: no core dumps)
         ("RLIMIT_AS", limits.get("memory_bytes")),
         ("RLIMIT_FSIZE", limits.get("fsize_bytes")),
         ("RLIMIT_NOFILE", limits.get("nofile")),
     ):
-        if value:
+        if value or name == "RLIMIT_CORE":
             try:
                 resource.setrlimit(getattr(resource, name), (value, value))
             except (ValueError, OSError):

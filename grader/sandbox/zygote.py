@@ -12,6 +12,7 @@ import select
 import signal
 import socket
 import struct
+import time
 
 _here = os.path.dirname(os.path.abspath(__file__))
 
@@ -48,13 +49,18 @@ def serve_forks(control_fd, serve, apply_limits, prepare=None, warm=None, namesp
     statuses = {}  # fork -> the pipe a death by its own signal is told through (RunNamespaces)
 
     def report_exits():
+        adopted = 0.0  # the CPU time of the reaped that were neither runs nor servers
         while True:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
             except ChildProcessError:
-                return
+                pid = 0
             if pid == 0:
+                if adopted:  # (a run's orphans: the grader charges the run for them)
+                    control.send(json.dumps({"op": "adopted", "seconds": adopted}).encode())
                 return
+            if pid not in running and pid not in servers:
+                adopted += usage.ru_utime + usage.ru_stime
             servers.discard(pid)
             reported = statuses.pop(pid, None)
             if reported is not None:  # the fork was the init of the run's namespace
@@ -118,14 +124,42 @@ def serve_forks(control_fd, serve, apply_limits, prepare=None, warm=None, namesp
         elif request["op"] == "sweep":  # kill what a finished run left adopted by us
             # (a run in a pid namespace of its own leaves nothing outside it to adopt)
             adopted = [] if request.get("contained") else process_hygiene.own_children()
-            for child in adopted:
-                if child not in running and child not in servers:
-                    try:
-                        os.kill(child, signal.SIGKILL)
-                    except OSError:
-                        pass
-            report_exits()  # (what died of those kills, and any run that ended meanwhile)
+            killed = {child for child in adopted if child not in servers} | running
+            for child in killed:  # (the run's first process too: the grader has killed it)
+                try:
+                    os.kill(child, signal.SIGKILL)
+                except OSError:
+                    pass
+            # the next run starts only when nothing of this one is left: its first process
+            # (pid 1 of its namespace: reaped only once every process in it is gone) and what
+            # it left here are reaped, so no file, socket or memory of theirs outlives the run
+            if not _reaped(killed, report_exits):
+                os._exit(70)  # (something will not die: the grader starts a new server)
             control.send(json.dumps({"op": "swept"}).encode())
+
+
+#: how long a finished run's processes may take to die and be reaped (a run holding gigabytes
+#: frees them as it dies)
+REAP_SECONDS = 30.0
+
+
+def _reaped(pids, report_exits):
+    """Wait until ``pids`` (children of this server, killed) are all reaped (``report_exits``
+    reaps and reports them); False if they were not within ``REAP_SECONDS``."""
+    waiting = set(pids)
+    deadline = time.monotonic() + REAP_SECONDS
+    while True:
+        report_exits()
+        for pid in list(waiting):
+            try:  # (asks only: the exit is reaped, and reported, by report_exits)
+                os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                waiting.discard(pid)  # reaped
+        if not waiting:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.0005)
 
 
 def _import_all(names):
