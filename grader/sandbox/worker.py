@@ -136,6 +136,15 @@ def apply_limits(limits):
         pass
 
 
+def _die_with_parent(parent):
+    try:
+        confinement._libc().prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # (it died before the signal was asked for again)
+        os._exit(70)
+
+
 def install_tripwires(forbidden_roots, allowed_files, forbidden_modules, tripped):
     """Audit hook: record and refuse imports of the grader and reads of its files.
 
@@ -471,7 +480,12 @@ def serve(request_fd, result_fd, entered=None):
     signal.signal(signal.SIGALRM, on_alarm)
     signal.signal(signal.SIGPROF, on_alarm)
     options = setup["confine"]
+    parent = os.getppid()
     layers = confinement.confine(options, needed=NEEDED, entered=entered)
+    # a change of user clears the death signal (prctl(2)): asked for again, so that a run that
+    # dropped to an unprivileged uid still dies with its server (a batch killed with kill -9
+    # left such runs sleeping, adopted by init, where there is no pid namespace)
+    _die_with_parent(parent)
     refused = refusal(options, layers)
     # sent before any student code runs, so the submission cannot forge it
     channel.send({"type": "hardened", "layers": layers, "refused": refused})
