@@ -141,7 +141,9 @@ def _die_with_parent(parent):
         confinement._libc().prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
-    if os.getppid() != parent:  # (it died before the signal was asked for again)
+    # (it died before the signal was asked for again: this process was adopted; a parent
+    # outside a pid namespace that confinement made reads as 0)
+    if os.getppid() not in (parent, 0):
         os._exit(70)
 
 
