@@ -20,8 +20,12 @@ def _terms(assignment: str) -> frozenset[str]:
     """The course's conventions, in which its misconceptions are told (as in its reports)."""
     from grader.core.assignments import get
     from grader.registry import exists
+    from grader.registry import get as info_of
 
-    return get(assignment).wording_terms() if exists(assignment) else frozenset()
+    # (an assignment made of parts: each part's section is told in its own terms)
+    if not exists(assignment) or info_of(assignment).multi_part:
+        return frozenset()
+    return get(assignment).wording_terms()
 
 
 def class_statistics(rows: Sequence[dict[str, Any]], assignment: str) -> dict[str, Any]:

@@ -47,9 +47,13 @@ def warm_up(assignment: str, seed: int) -> None:
     from grader.core.assignments import get
     from grader.core.report import schema
 
-    spec = get(assignment)
-    for probe in spec.probes(seed):
-        spec.reference_on(probe)
+    info = registry.get(assignment)
+    parts = ([registry.reference_of(found) for found, _ in registry.parts_of(info)]
+             if info.multi_part else [assignment])
+    for part in parts:  # (each part of an assignment made of parts)
+        spec = get(part)
+        for probe in spec.probes(seed):
+            spec.reference_on(probe)
     schema()
 
 
