@@ -221,13 +221,13 @@ def check_fixes(report: dict[str, Any], sources: Sequence[str],
     line."""
     from grader.core.fixes import applied, edits_of
 
+    before = {m["id"] for m in report["misconceptions"]}
     for finding in report["misconceptions"]:
         location = finding.get("location")
         if not location or not edits_of(location):
             continue
         again = regrade(applied(sources, location))
         named = {m["id"] for m in again["misconceptions"]}
-        before = {m["id"] for m in report["misconceptions"]}
         if (again["status"] == "graded" and finding["id"] not in named and named <= before
                 and again["score"] >= report["score"]):
             location["checked"] = True

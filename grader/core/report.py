@@ -272,17 +272,11 @@ def _allocated(maxima: Sequence[float], worth: float) -> list[float]:
 def _scaled(checks: list[dict[str, Any]], worth: float, part: str) -> list[dict[str, Any]]:
     """A part's checks with their points in the part's worth (whole credit steps, so that
     every view can show them exactly; partial credit rounded down), each saying its part."""
-    import math
+    from grader.core.scoring import partial_credit
 
-    from grader.core.scoring import CREDIT_STEP
-
-    scaled = []
-    for check, most in zip(checks, _allocated([c["max_points"] for c in checks], worth)):
-        share = check["points"] / check["max_points"] if check["max_points"] else 0.0
-        points = most if share >= 1 else round(
-            math.floor(share * most / CREDIT_STEP + 1e-9) * CREDIT_STEP, 4)
-        scaled.append({**check, "points": points, "max_points": most, "part": part})
-    return scaled
+    return [{**check, "points": partial_credit(most, check["points"], check["max_points"]),
+             "max_points": most, "part": part}
+            for check, most in zip(checks, _allocated([c["max_points"] for c in checks], worth))]
 
 
 def join_parts(assignment: str, parts: Sequence[PartReport],

@@ -25,8 +25,9 @@ from grader.model import CallOutcome, CheckResult, Probe
 CREDIT_STEP = 0.1
 
 
-def partial_credit(points: float, passed: int, total: int) -> float:
-    """The share of ``points`` earned by ``passed`` of ``total`` probes, rounded down to a step."""
+def partial_credit(points: float, passed: float, total: float) -> float:
+    """The share of ``points`` earned by ``passed`` of ``total`` (probes, or points of a check
+    rescaled), rounded down to a step."""
     if total <= 0 or passed >= total:
         return float(points) if passed >= total > 0 else 0.0
     steps = math.floor(points * passed / total / CREDIT_STEP + 1e-9)
