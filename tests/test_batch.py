@@ -790,10 +790,6 @@ def _alive(pid: int) -> bool:
     return stat[stat.rfind(")") + 2:].split()[0] != "Z"
 
 
-@pytest.mark.xfail(os.getuid() != 0, strict=False,
-                   reason="an open gap (SECURITY.md): as an ordinary user, whose runs are in "
-                          "user namespaces, a run's first process can outlive a batch killed "
-                          "with kill -9; its parent-death signal does not end it there")
 def test_a_batch_killed_with_sigkill_leaves_no_process_and_its_folder_goes_next_time(
         tmp_path: Path) -> None:
     """``kill -9`` of a batch while its students run: its pool workers, their fork servers and

@@ -369,6 +369,19 @@ def test_unprivileged_uid_where_running_as_root(grade_source) -> None:
     assert report["score"] == report["max_score"]
 
 
+def test_a_run_in_its_own_root_as_root_has_its_own_uid(grade_source) -> None:
+    """As root with the interpreter under a 0700 home (root's pyenv), runs kept uid 0: whether
+    the run's uid could reach the interpreter was decided in the real root, before the run's
+    own root (where the interpreter's folders are reachable) existed. Decided inside it now."""
+    report = grade_source("import os\nprint('uid', os.getuid())\n" + CORRECT)
+    layers = report["metadata"]["isolation"]
+    if os.geteuid() != 0 or "read-only-root" not in layers:
+        pytest.skip("not root, or no root of the run's own here")
+    assert "unprivileged-uid" in layers, layers
+    assert int(report["metadata"]["stdout"].split()[1]) != 0
+    assert report["score"] == report["max_score"]
+
+
 def _in_fresh_process(code: str) -> list[str]:
     """Run ``code`` with the child's confinement module loaded as ``c``, in a process of its own."""
     import subprocess

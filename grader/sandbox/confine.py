@@ -323,31 +323,42 @@ def _die_with_parent(libc):
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def _close_all_fds():
-    os.closerange(0, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024)
+def _close_all_fds(keep=None):
+    top = os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024
+    if keep is None:
+        os.closerange(0, top)
+    else:
+        os.closerange(0, keep)
+        os.closerange(keep + 1, top)
 
 
-def _init(libc):
-    """Pid 1 of the namespace: reap orphans until killed; its death ends every process in it."""
-    _die_with_parent(libc)
-    _close_all_fds()
+def _init(runner, status_write):
+    """Pid 1 of the namespace, the runner's parent: reap orphans; when the runner ends, tell
+    its wait status through ``status_write`` and end, and with it (the kernel's doing) every
+    process in the namespace. It dies with its parent (the relay, outside)."""
+    _close_all_fds(keep=status_write)
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)
     while True:
         try:
-            os.wait()
+            pid, status = os.wait()
         except ChildProcessError:
-            signal.pause()
+            os._exit(0)
         except BaseException:  # noqa: BLE001 - nothing may end the init but its parent's death
-            pass
+            continue
+        if pid == runner:
+            with contextlib.suppress(OSError):
+                os.write(status_write, struct.pack("i", status))
+            os._exit(0)
 
 
-def _relay(runner, init):
-    """The process outside: wait for the runner, end the namespace, exit as the runner did."""
-    _close_all_fds()
+def _relay(init, status_read):
+    """The process outside: wait for the init (which ends when the runner does), exit as the
+    runner did (as the init did, where it was killed before it could say)."""
+    _close_all_fds(keep=status_read)
     while True:
         try:
-            _, status = os.waitpid(runner, 0)
+            _, status = os.waitpid(init, 0)
             break
         except InterruptedError:
             continue
@@ -355,9 +366,9 @@ def _relay(runner, init):
             status = 0
             break
     with contextlib.suppress(OSError):
-        os.kill(init, signal.SIGKILL)
-    with contextlib.suppress(OSError):
-        os.waitpid(init, 0)
+        told = os.read(status_read, 4)
+        if len(told) == 4:
+            status = struct.unpack("i", told)[0]
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)
         with contextlib.suppress(OSError, ValueError):
@@ -368,15 +379,25 @@ def _relay(runner, init):
 
 
 def _split_into_namespace(libc):
-    """Fork the init and the runner into the new pid namespace; only the runner returns."""
+    """Fork the init into the new pid namespace, and the runner from it; only the runner
+    returns. The runner is the init's child, inside the namespace: when the relay dies (a batch
+    killed with ``kill -9``), the init dies with it, the kernel kills the runner, and the dying
+    init reaps it. (With the runner a child of the relay, its corpse went to whoever adopted
+    it outside, and the dying init waited for that one to reap it: a subreaper that never
+    did, such as a process that imported the grader, kept the run's first process there.)"""
+    status_read, status_write = os.pipe()
     init = os.fork()
     if init == 0:
-        _init(libc)
-    runner = os.fork()
-    if runner == 0:
+        os.close(status_read)
         _die_with_parent(libc)
-        return
-    _relay(runner, init)
+        runner = os.fork()
+        if runner == 0:
+            os.close(status_write)
+            _die_with_parent(libc)
+            return
+        _init(runner, status_write)
+    os.close(status_write)
+    _relay(init, status_read)
 
 
 # -- the new root -----------------------------------------------------------------------------
@@ -452,6 +473,7 @@ def _take_step(libc, newroot, step, private_tmp):
     target = newroot + step.path
     for directory in step.directories:
         _mkdir(newroot + directory)
+        os.chmod(newroot + directory, 0o755)  # (every user may pass, whatever the umask)
     if step.kind == "link":
         os.symlink(step.source, target)
         return
@@ -529,11 +551,15 @@ def reachable_by_anyone(paths):
     return _reachable[key]
 
 
-def drop_to_nobody(workdir, needed, uid=UNPRIVILEGED_ID):
+def drop_to_nobody(workdir, needed, uid=UNPRIVILEGED_ID, reachable=None):
     """As root, continue as the unprivileged ``uid`` (owning ``workdir``), where the ``needed``
-    paths (the interpreter, NumPy) are readable by it. The grader gives each run a uid of its
-    own: runs at the same time cannot signal each other or read each other's ``/proc``."""
-    if os.geteuid() != 0 or not reachable_by_anyone(needed):
+    paths (the interpreter, NumPy) are readable by it (``reachable``: decided already, where
+    this process sees another root than the server that learnt it). The grader gives each run
+    a uid of its own: runs at the same time cannot signal each other or read each other's
+    ``/proc``."""
+    if reachable is None:
+        reachable = reachable_by_anyone(needed)
+    if os.geteuid() != 0 or not reachable:
         return False
     try:
         for root, dirs, files in os.walk(workdir):
@@ -868,7 +894,10 @@ def confine(options, needed, entered=None):
     ruleset = (prepare_landlock(libc, hidden, visible, writable)
                if "landlock" not in skip else None)
     uid = int(options.get("uid") or UNPRIVILEGED_ID)
-    if "unprivileged-uid" not in skip and drop_to_nobody(workdir, needed, uid):
+    # in its own root, the interpreter's folders are reachable where the real root hides them
+    # (a 0700 home): decided there, once the run is inside it
+    reachable = all(world_readable(p) for p in needed) if own_root else None
+    if "unprivileged-uid" not in skip and drop_to_nobody(workdir, needed, uid, reachable):
         active.append("unprivileged-uid")
     elif drop_capabilities(libc) and (os.geteuid() == 0 or active):
         active.append("no-capabilities")

@@ -136,14 +136,14 @@ def apply_limits(limits):
         pass
 
 
-def _die_with_parent(parent):
+def _die_with_parent(parent, layers=()):
     try:
         confinement._libc().prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
-    # (it died before the signal was asked for again: this process was adopted; a parent
-    # outside a pid namespace that confinement made reads as 0)
-    if os.getppid() not in (parent, 0):
+    # (it died before the signal was asked for again: this process was adopted; in a pid
+    # namespace, the parent is the namespace's init (1), or outside it and reads as 0)
+    if os.getppid() not in ((parent, 0, 1) if "pid-namespace" in layers else (parent, 0)):
         os._exit(70)
 
 
@@ -487,7 +487,7 @@ def serve(request_fd, result_fd, entered=None):
     # a change of user clears the death signal (prctl(2)): asked for again, so that a run that
     # dropped to an unprivileged uid still dies with its server (a batch killed with kill -9
     # left such runs sleeping, adopted by init, where there is no pid namespace)
-    _die_with_parent(parent)
+    _die_with_parent(parent, layers)
     refused = refusal(options, layers)
     # sent before any student code runs, so the submission cannot forge it
     channel.send({"type": "hardened", "layers": layers, "refused": refused})
