@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,25 @@ def _limits(timeout: float | None, import_timeout: float | None, total_timeout: 
     if memory_mb is not None:
         changes["memory_mb"] = memory_mb
     return Limits(**{**DEFAULT_LIMITS.as_dict(), **changes})
+
+
+#: at most this many files of a submission's folder are checked (``_classmates``)
+MAX_CLASSMATES = 2000
+
+
+def _classmates(submission: Path) -> tuple[str, ...]:
+    """The other submissions (``.py``, ``.ipynb``) in the folder of the one graded: where the
+    run's own uid is its only file system layer, it is refused if it could read any of them
+    (a copier in a class folder every user may read got its neighbour's answers)."""
+    from grader.load import has_submission_suffix
+
+    try:
+        mine = submission.resolve()
+        neighbours = [p for p in mine.parent.iterdir() if p.name != mine.name][:MAX_CLASSMATES]
+    except OSError:
+        return ()
+    return tuple(str(p) for p in neighbours
+                 if has_submission_suffix(p) and not p.is_symlink() and p.is_file())
 
 
 def _submission_suffix(context: click.Context, parameter: click.Parameter, path: Path) -> Path:
@@ -124,6 +144,7 @@ def _grade_and_emit(submission: Path, assignment: str | None, fmt: str, output: 
     from grader.pipeline import grade_or_crashed
 
     limits = _limits(timeout, import_timeout, total_timeout, memory_mb, unsafe_no_fs_isolation)
+    limits = replace(limits, private_paths=_classmates(submission))
     report = grade_or_crashed(submission, assignment=assignment, seed=_seed(seed), limits=limits)
     text = FORMATS[fmt].render(report)
     if output is None:

@@ -9,6 +9,7 @@ were missing, the test fails without harming the machine.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -1063,3 +1064,74 @@ def test_cpu_burnt_in_processes_nobody_waits_for_is_the_runs(tmp_path: Path,
     timeouts = [e["message"] for e in report["errors"] if e["kind"] == "timeout"]
     assert any("of CPU time" in message for message in timeouts), report["errors"]
     assert report["score"] < report["max_score"]
+
+
+# -- isolation round five, the items left (issue 32 items 5, 8 and the kill -9 gap) -------------
+
+def _world_writable(path: str) -> bool:
+    return os.path.isdir(path) and bool(os.stat(path).st_mode & 0o002)
+
+
+def test_an_answer_board_in_a_world_writable_folder_outlives_no_run(tmp_path: Path,
+                                                                     mode: str) -> None:
+    """A run writes its answers into folders every user may write other than /tmp, /var/tmp
+    and /dev/shm (``/run/lock`` in Ubuntu images; here also one made for the test, 1777):
+    where only its own uid separates it, only those three were swept, and the next student
+    read the board (10/10 for a copier). Every such folder is swept now; elsewhere the run
+    cannot write there at all."""
+    import shutil
+    import tempfile
+
+    if mode == "fork-server":
+        pytest.skip("`grade` starts no fork server: the other modes cover it")
+    made = Path(tempfile.mkdtemp(prefix="ag-board-", dir="/tmp"))
+    made.chmod(0o1777)
+    boards = [made / f"answers-{os.getpid()}.txt"] + [
+        Path(place) / f"ag-answers-{os.getpid()}.txt"
+        for place in ("/run/lock", "/var/lock") if _world_writable(place)]
+    write = "".join(_attempt(f"open({str(b)!r}, 'w').write('ANSWERS')\nos.chmod({str(b)!r}, 0o644)")
+                    for b in boards)
+    path = tmp_path / "submission" / "attention.py"
+    path.parent.mkdir()
+    path.write_text("import os\n" + write + CORRECT)
+    try:
+        report = json.loads(run_cli("grade", str(path), "-a", "attention").stdout)
+        left = [str(b) for b in boards if b.exists()]
+    finally:
+        for board in boards:
+            with contextlib.suppress(OSError):
+                board.unlink()
+        shutil.rmtree(made)
+    if [e["kind"] for e in report["errors"]] == ["isolation-unavailable"]:
+        pytest.skip("no filesystem layer in this mode here: the grader refuses to run")
+    wrote = report["metadata"].get("stdout", "").split().count("done")
+    assert left == [], (left, wrote, report["metadata"]["isolation"])
+    assert report["score"] == report["max_score"]
+
+
+def test_grade_of_one_file_borrows_nothing_from_a_world_readable_folder(tmp_path: Path,
+                                                                         mode: str) -> None:
+    """``grade eve.py`` in a class folder every user may read: where only its own uid
+    separated it, eve ran bob's file and got 10/10. Refused there now (the files beside the
+    one graded are checked as they are in a batch); elsewhere it cannot read them."""
+    import shutil
+    import tempfile
+
+    if mode == "fork-server":
+        pytest.skip("`grade` starts no fork server: the other modes cover it")
+    folder = Path(tempfile.mkdtemp(prefix="ag-class-", dir="/tmp"))
+    try:
+        folder.chmod(0o755)
+        (folder / "bob.py").write_text(CORRECT)
+        (folder / "eve.py").write_text(_attempt(
+            f"exec(open({str(folder / 'bob.py')!r}).read())\nprint('borrowed')"))
+        for path in folder.iterdir():
+            path.chmod(0o644)
+        eve = json.loads(run_cli("grade", str(folder / "eve.py"), "-a", "attention").stdout)
+    finally:
+        shutil.rmtree(folder)
+    assert "borrowed" not in eve["metadata"].get("stdout", "")
+    assert eve["score"] == 0
+    if [e["kind"] for e in eve["errors"]] == ["isolation-unavailable"]:
+        message = eve["errors"][0]["message"]
+        assert "chmod" in message or "--unsafe" in message
