@@ -4,10 +4,10 @@ allows, and the names of those that took effect.
 In order:
 
 1. ``pid-namespace``, ``mount-namespace``, ``network-namespace``: the child unshares them (as
-   root directly, otherwise inside a user namespace) and forks twice: a tiny init that only reaps
-   (pid 1: when it dies the kernel kills everything the submission started), and the runner,
-   which goes on here. The process that called :func:`confine` stays outside, waits for the
-   runner and exits as it did. Where the fork server may make pid namespaces (root), the run's
+   root directly, otherwise inside a user namespace) and forks a tiny init that only reaps
+   (pid 1: when it dies the kernel kills everything the submission started), which forks the
+   runner, which goes on here. The process that called :func:`confine` stays outside, waits
+   for the init (which ends with the runner) and exits as the runner did. Where the fork server may make pid namespaces (root), the run's
    first process is pid 1 of its own already, and runs the submission itself: it forks nothing
    (:class:`RunNamespaces`). The runner sees only its own processes (a fresh ``/proc``): no
    ancestor's ``cmdline``, ``environ`` or ``mem``, no classmate to signal.
