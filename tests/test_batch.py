@@ -810,11 +810,14 @@ def test_a_batch_killed_with_sigkill_leaves_no_process_and_its_folder_goes_next_
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     try:
         # the students are running once the batch's tree stops growing (workers, their
-        # servers, the runs): looked at until it has been the same for three seconds
+        # servers, the runs): looked at until it has been the same for three seconds, once it
+        # has two workers and a server at least (a loaded machine may take longer than three
+        # seconds to start the batch at all)
         seen: set[int] = set()
         steady_since = time.monotonic()
         deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and time.monotonic() - steady_since < 3:
+        while time.monotonic() < deadline and (len(seen) < 3
+                                               or time.monotonic() - steady_since < 3):
             now = _descendants(batch.pid)
             if now - seen:
                 steady_since = time.monotonic()
