@@ -138,6 +138,10 @@ def test_a_run_goes_on_while_it_has_restarts_and_time() -> None:
     ({"attempts": 3, "outcomes": {0: answered("timeout"), 2: answered("crashed")}}, False,
      "crashed", "the submission's process was lost 3 times (last: crashed)"),
     ({"attempts": 3}, False, "timeout", "lost 3 times (last: timeout)"),
+    ({"attempts": 3, "outcomes": {0: answered("crashed"), 1: answered()}}, False,
+     "crashed", "lost 3 times (last: crashed)"),
+    ({"attempts": 3, "outcomes": {0: answered(), 1: answered()}}, False,
+     "timeout", "lost 3 times (last: timeout)"),
 ])
 def test_why_a_run_gives_up(fields: dict, out_of_time: bool, kind: str, said: str) -> None:
     why = session._why_skip_the_rest(state(**fields), out_of_time=out_of_time)

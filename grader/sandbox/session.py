@@ -541,8 +541,11 @@ def _why_skip_the_rest(state: RunState, *, out_of_time: bool) -> tuple[str, str]
     if not (state.attempts > state.limits.max_restarts or out_of_time
             or state.idle_timeouts >= 2):
         return None
-    last = state.outcomes[max(state.outcomes)] if state.outcomes else None
-    kind = "timeout" if out_of_time or last is None else str(last.error_kind)
+    # the last call that failed says how (a call that returned has no error kind); with none,
+    # only the wall clock stopped the children
+    failed = [state.outcomes[i].error_kind for i in sorted(state.outcomes)
+              if state.outcomes[i].error_kind is not None]
+    kind = "timeout" if out_of_time or not failed else str(failed[-1])
     if out_of_time:
         return kind, "the time budget was used up"
     if state.idle_timeouts >= 2:
