@@ -7,6 +7,7 @@ from html import escape
 from typing import Any
 
 from grader.render.verdict import (
+    EVIDENCE_CHARS,
     LOCATED_HEADING,
     NOTES_HEADING,
     after_first_line,
@@ -59,8 +60,8 @@ def _where_and_fix(item: dict[str, Any], above: int | None = None) -> str:
         parts.append(f"{_prose(heading)}<pre>{escape(chr(10).join(code))}</pre>")
     if item.get("fix") and not fixes:
         parts.append(f"Fix: {_prose(item['fix'])}")
-    if first_line(item["evidence"]):
-        parts.append(_prose(first_line(item["evidence"])))
+    if first_line(item["evidence"], EVIDENCE_CHARS):
+        parts.append(_prose(first_line(item["evidence"], EVIDENCE_CHARS)))
     return "".join(f"<br>{part}" for part in parts)
 
 

@@ -31,7 +31,7 @@ class Lengths:
     lines: int
     #: the words of each mistake's block in the first part, in order
     words: tuple[int, ...]
-    #: lines that occur more than once (blank lines, headings and code lines left out)
+    #: prose sentences that occur more than once
     repeated: tuple[str, ...]
     #: placeholders left in the text
     placeholders: tuple[str, ...]
@@ -44,9 +44,18 @@ def measure(report: dict[str, Any]) -> Lengths:
     rendered = text.render(report)
     lines = rendered.rstrip("\n").split("\n")
     words = tuple(len(" ".join(block).split()) for block in first_part_blocks(text.summary(report)))
-    own_code = students_code(report)
-    ours = "\n".join(line for line in lines if line.strip() not in own_code)
-    return Lengths(len(lines), words, repeated_lines(lines), tuple(_PLACEHOLDER.findall(ours)))
+    ours = "\n".join(line for line in lines if not _students(line, report))
+    return Lengths(len(lines), words, repeated_sentences(lines),
+                   tuple(_PLACEHOLDER.findall(ours)))
+
+
+def _students(line: str, report: dict[str, Any]) -> bool:
+    """Does ``line`` quote the student's code or what it raised (a "TODO" there is theirs)?"""
+    stripped = line.strip()
+    if stripped in students_code(report):
+        return True
+    raised = [x.strip() for e in report["errors"] for x in e["message"].splitlines()]
+    return any(len(x) > 8 and (x in stripped or stripped in x) for x in raised)
 
 
 def students_code(report: dict[str, Any]) -> set[str]:
@@ -82,19 +91,23 @@ def first_part_blocks(summary: list[str]) -> list[list[str]]:
 _NUMBERED = re.compile(r"^  \d+\. ")
 
 
-def repeated_lines(lines: list[str]) -> tuple[str, ...]:
-    """Sentences a reader would read twice: prose lines (not code, not headings) that occur
-    more than once."""
-    prose = [line.strip() for line in lines if _is_prose(line)]
-    return tuple(sorted(line for line, count in Counter(prose).items() if count > 1))
+def repeated_sentences(lines: list[str]) -> tuple[str, ...]:
+    """Sentences a reader would read twice: prose sentences of six words or more (wrapped
+    lines joined; code lines left out) that occur more than once."""
+    prose = " ".join(line.strip() for line in lines if _is_prose(line))
+    sentences = [s for s in _SENTENCE_END.split(prose) if len(s.split()) >= 6]
+    return tuple(sorted(s for s, count in Counter(sentences).items() if count > 1))
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])")
 
 
 def _is_prose(line: str) -> bool:
+    """Not code: the text view indents quoted and fixed code and reproducing calls by eight
+    spaces or more, and prose lines starting there begin with a capital letter."""
     stripped = line.strip()
-    if len(stripped.split()) < 6:  # (headings, marks, short code)
-        return False
-    # code lines are indented past the prose (nine spaces or more in the text view)
-    return not line.startswith(" " * 9) or stripped[:1].isupper()
+    return bool(stripped) and (not line.startswith(" " * 8) or (
+        stripped[:1].isupper() and not re.match(r"[A-Z]\w* = |[A-Z], ", stripped)))
 
 
 def over_budget(lengths: Lengths) -> list[str]:

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from grader.render.verdict import (
+    EVIDENCE_CHARS,
     LOCATED_HEADING,
     NOTES_HEADING,
     after_first_line,
@@ -95,7 +96,7 @@ def render(report: dict[str, Any]) -> str:
             if item.get("fix") and not fixes:
                 lines.append(f"   - Fix: {item['fix']}")
             if item["evidence"]:
-                lines.append(f"   - {inline(first_line(item['evidence']))}")
+                lines.append(f"   - {inline(first_line(item['evidence'], EVIDENCE_CHARS))}")
         for error in grading_errors(report):
             lines.append(f"- {inline(error['kind'])}: "
                          f"{inline(error_line(error))}")

@@ -6,6 +6,7 @@ import textwrap
 from typing import Any
 
 from grader.render.verdict import (
+    EVIDENCE_CHARS,
     LOCATED_HEADING,
     NOTES_HEADING,
     after_first_line,
@@ -100,8 +101,8 @@ def first_part_blocks(report: dict[str, Any]) -> list[list[str]]:
             out += [f"         {line}" for line in code]
         if item.get("fix") and not fixes:
             out.append(_wrap(f"Fix: {item['fix']}", "     "))
-        if first_line(item["evidence"]):
-            out.append(_wrap(first_line(item["evidence"]), "     "))
+        if first_line(item["evidence"], EVIDENCE_CHARS):
+            out.append(_wrap(first_line(item["evidence"], EVIDENCE_CHARS), "     "))
         blocks.append(out)
     return blocks
 

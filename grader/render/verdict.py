@@ -33,6 +33,10 @@ def unexplained(report: dict[str, Any]) -> str | None:
 _WHERE = re.compile(r"^(code cell \d+|the file): ")
 
 
+#: how much of a finding's evidence sentence the first part shows (a sentence, whole)
+EVIDENCE_CHARS = 400
+
+
 def first_line(text: str, limit: int = 160) -> str:
     """The line of a message that says what happened, cut to ``limit`` characters (the first
     screen's form): its first line, or for a traceback the exception it ends with."""
@@ -165,18 +169,27 @@ CALL_MARK = "Reproduce it with:\n"
 
 def evidence_once(items: list[dict[str, Any]]) -> list[str]:
     """Each finding's evidence, with a reproducing call already shown for an earlier finding
-    replaced by a pointer to it (one call serves the report)."""
+    replaced by a pointer to it (one call serves the report), and so a line of numbers
+    already shown (two mistakes that give the same numbers there)."""
     shown: dict[str, str] = {}
+    told: dict[str, str] = {}
     out = []
     for item in items:
         head, mark, call = item["evidence"].partition(CALL_MARK)
+        lines = head.split("\n")
+        for number, line in enumerate(lines[1:], 1):
+            if line.strip() and line in told:
+                lines[number] = f"The numbers are those shown for {told[line]} above."
+            elif line.strip():
+                told[line] = item["id"]
+        head = "\n".join(lines)
         if mark and call in shown:
             out.append(f"{head}Reproduce {item['id']} with the call shown for {shown[call]} "
                        "above.")
         else:
             if mark:
                 shown[call] = item["id"]
-            out.append(item["evidence"])
+            out.append(f"{head}{mark}{call}")
     return out
 
 

@@ -278,8 +278,9 @@ ROWS: tuple[Misconception, ...] = (
         ("A-why-6",),
         variants_of("rope_partner", "none", "none_signed", only=ROPE_CSA),
         "each of your output features depends only on the same input feature",
-        fix="Mix in the partner: `out1 = x1 * cos - x2 * sin` and `out2 = x1 * sin + x2 * "
-            "cos` (with `rotate_half`, `x * cos + rotate_half(x) * sin`).",
+        fix="Mix in the partner of each pair: the first feature of a pair becomes "
+            "`x[..., 0::2] * cos - x[..., 1::2] * sin`, the second "
+            "`x[..., 0::2] * sin + x[..., 1::2] * cos`.",
         stages=("q_heads", "k_heads", "output"),
     ),
     Misconception(
