@@ -140,6 +140,8 @@ def rest(report: dict[str, Any]) -> list[str]:
         out.append("")
     for heading, errors in (("Errors in full", grading_errors(report)),
                             ("Notes in full", notes(report))):
+        # (an error the first part showed whole is not shown again)
+        errors = [e for e in errors if error_line(e) != e["message"].strip()]
         if errors:
             out.append(heading)
             for error in errors:

@@ -70,7 +70,15 @@ def check_line(check: dict[str, Any], width: int) -> str:
     line = f"  [{mark}] {check['id']} ({check['points']:g}/{check['max_points']:g})"
     if check["passed"] or not check["message"]:
         return line
-    return cut(f"{line}: {check['message']}", width)
+    values = _VALUES.match(check["message"])
+    message = (f"{values.group(1)} test inputs right; smallest failing: '{values.group(2)}'"
+               if values else check["message"])
+    return cut(f"{line}: {message}", width)
+
+
+#: how a check of the values states what failed (``grader.core.scoring``)
+_VALUES = re.compile(r"(\d+ / \d+) test inputs give the right answer\. Smallest failing one, "
+                     r"'([^']*)'")
 
 
 #: how ``report.call_errors`` words calls that failed the same way
