@@ -466,7 +466,7 @@ def error_report(assignment_id: str, errors: Sequence[GraderError],
         total = float(registry.rubric(assignment_id)["max_score"])
         assignment_id = info.id
     return build(assignment=assignment_id, status="error", score=0.0, max_score=total,
-                 errors=errors, metadata=metadata).to_dict()
+                 errors=each_package_once(errors), metadata=metadata).to_dict()
 
 
 def _likely_first(files: Sequence[Path], function: str) -> list[Path]:
