@@ -16,6 +16,7 @@ import pytest
 
 from grader.notebook import MORE, Feedback, grade_function
 from grader.render import html, length, text
+from grader.render.visible import student_view
 
 from .conftest import SUBMISSIONS, gradable
 
@@ -34,8 +35,10 @@ def _id(path: Path) -> str:
 def test_each_text_report_keeps_the_budget(path: Path, seed: int, graded: Graded) -> None:
     """At most 80 lines, at most 160 words per mistake before the details, no prose line
     twice, no placeholder: on the public probes and on hidden ones alike."""
-    measured = length.measure(graded(path, seed=seed))
-    assert not length.over_budget(measured), length.over_budget(measured)
+    report = graded(path, seed=seed)
+    for shown in (report, student_view(report)):  # (the student's view under hidden tests)
+        measured = length.measure(shown)
+        assert not length.over_budget(measured), length.over_budget(measured)
 
 
 @pytest.mark.parametrize("path", ALL, ids=[_id(p) for p in ALL])

@@ -15,6 +15,7 @@ from grader.render.verdict import (
     evidence_once,
     first_line,
     grading_errors,
+    hidden_details,
     literal_fixes,
     located,
     maximum_note,
@@ -151,6 +152,8 @@ def rest(report: dict[str, Any]) -> list[str]:
     if report["checks"]:
         out.append("Checks")
         out += [check_line(check, 96) for check in report["checks"]]
+        if hidden_details(report):
+            out.append(_hanging(str(hidden_details(report))))
     return out
 
 

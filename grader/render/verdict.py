@@ -8,6 +8,10 @@ from typing import Any
 
 from grader.model import line_words
 
+#: what a student reads instead of a withheld message (``grader.render.visible``)
+HIDDEN_DETAIL = ("(details come from hidden tests: they are shown with the tests once grades are "
+                 "published)")
+
 #: how scoring says a check failed because calls failed, not because of the values
 CALL_FAILURES = ("the call failed (", "the call on test input", "calls returned a numeric array")
 
@@ -70,10 +74,19 @@ def check_line(check: dict[str, Any], width: int) -> str:
     line = f"  [{mark}] {check['id']} ({check['points']:g}/{check['max_points']:g})"
     if check["passed"] or not check["message"]:
         return line
+    if check["message"] == HIDDEN_DETAIL:  # (said once, under the checks: ``hidden_details``)
+        return f"{line}: details hidden"
     values = _VALUES.match(check["message"])
     message = (f"{values.group(1)} test inputs right; smallest failing: '{values.group(2)}'"
                if values else check["message"])
     return cut(f"{line}: {message}", width)
+
+
+def hidden_details(report: dict[str, Any]) -> str | None:
+    """The line under the checks when some of their details are withheld, or None."""
+    if any(c["message"] == HIDDEN_DETAIL for c in report["checks"] if not c["passed"]):
+        return "  Details hidden: " + HIDDEN_DETAIL.strip("()") + "."
+    return None
 
 
 #: how a check of the values states what failed (``grader.core.scoring``)
