@@ -278,9 +278,8 @@ ROWS: tuple[Misconception, ...] = (
         ("A-why-6",),
         variants_of("rope_partner", "none", "none_signed", only=ROPE_CSA),
         "each of your output features depends only on the same input feature",
-        fix="Mix in the partner of each pair: the first feature of a pair becomes "
-            "`x[..., 0::2] * cos - x[..., 1::2] * sin`, the second "
-            "`x[..., 0::2] * sin + x[..., 1::2] * cos`.",
+        fix="Mix in the partner: a pair (a, b) becomes (`a * cos - b * sin`, "
+            "`a * sin + b * cos`), with a = `x[..., 0::2]`, b = `x[..., 1::2]`.",
         stages=("q_heads", "k_heads", "output"),
     ),
     Misconception(
