@@ -28,6 +28,10 @@ from grader import registry
 from grader.config import DEFAULT_LIMITS
 from grader.model import DEFAULT_SEED, CallOutcome, GraderError, Probe, TracedValue, printable_name
 
+#: what a text self-check says under its first part (the details are left out)
+MORE = ("Details (evidence, errors in full, every check): check(..., details=True), or "
+        "feedback.with_details().")
+
 
 class _CallTimeout(BaseException):
     pass
@@ -36,11 +40,18 @@ class _CallTimeout(BaseException):
 class Feedback:
     """What ``check()`` returns: the score, the misconceptions, every check, and the whole
     report (``.report``, a dict). Shows itself as HTML in Jupyter and as text elsewhere
-    (``str(feedback)``); ``repr`` is one line."""
+    (``str(feedback)``); ``repr`` is one line. Shown, it is what to fix first; the details
+    (evidence, errors in full, every check) are folded in the HTML and left out of the text
+    unless ``details`` (``feedback.with_details()`` shows them)."""
 
-    def __init__(self, report: dict[str, Any]) -> None:
+    def __init__(self, report: dict[str, Any], *, details: bool = False) -> None:
         self.report = report
+        self.details = details
         self._just_shown = False
+
+    def with_details(self) -> Feedback:
+        """The same feedback, shown with its details open."""
+        return Feedback(self.report, details=True)
 
     @property
     def checks(self) -> list[dict[str, Any]]:
@@ -66,7 +77,10 @@ class Feedback:
     def __str__(self) -> str:
         from grader.render import text
 
-        return text.render(self.report)
+        if self.details or self.report.get("parts"):
+            return text.render(self.report)
+        first = "\n".join(text.summary(self.report)).rstrip()
+        return f"{first}\n\n{MORE}\n"
 
     def __repr__(self) -> str:
         found = ", ".join(self.misconceptions) or "none"
@@ -76,7 +90,7 @@ class Feedback:
     def _repr_html_(self) -> str:
         from grader.render import html
 
-        return html.render(self.report)
+        return html.render(self.report, details_open=self.details)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """HTML for Jupyter, with the text report beside it (never a bare object repr)."""
@@ -327,7 +341,7 @@ def grade_file(path: str | Path, assignment: str, *,
 
 
 def check(target: Callable[..., Any] | str | None = None, assignment: str | None = None, *,
-          seed: int = DEFAULT_SEED, display: bool = True) -> Feedback:
+          seed: int = DEFAULT_SEED, display: bool = True, details: bool = False) -> Feedback:
     """Check your function against the grader's probes and show what it finds.
 
     ``check(scaled_dot_product_attention)`` grades that function; ``check("attention")`` finds
@@ -336,7 +350,9 @@ def check(target: Callable[..., Any] | str | None = None, assignment: str | None
     ``attention-grader check`` gives for the same code. Your function runs here, in your own
     kernel (the command-line grader runs it in an isolated process instead).
 
-    The feedback is shown (HTML in Jupyter, text elsewhere; not with ``display=False``) and
+    The feedback is shown (HTML in Jupyter, text elsewhere; not with ``display=False``): what
+    to fix first, with the details (evidence, errors in full, every check) folded away in
+    Jupyter and left out of the text unless ``details=True``. It is
     returned as a ``Feedback``: ``r = check(fn); r.score, r.max_score, r.misconceptions,
     r.checks, r.passed, r.report``. A course's own assignment: ``assignment=`` its preset ID or
     folder.
@@ -348,11 +364,13 @@ def check(target: Callable[..., Any] | str | None = None, assignment: str | None
         del caller, outer
         whole = _multi_part(target, assignment)
         if whole is not None:  # every part the notebook defines, one report
-            return _shown(Feedback(grade_parts(namespace, whole, seed=seed)), display)
+            return _shown(Feedback(grade_parts(namespace, whole, seed=seed), details=details),
+                          display)
         function, assignment_id = _find_in(namespace, target, assignment)
     else:
         function, assignment_id = target, _assignment_for(target, assignment)
-    return _shown(Feedback(grade_function(function, assignment_id, seed=seed)), display)
+    return _shown(Feedback(grade_function(function, assignment_id, seed=seed), details=details),
+                  display)
 
 
 def _shown(feedback: Feedback, display: bool) -> Feedback:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -393,8 +394,11 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
         checks = score_checks(spec, probes, outcomes, references)
         reference_outputs = [outputs[0] for outputs in references]
         if outcomes and all(o.ok for o in outcomes):
-            # every call worked: a cell that failed while loading changed nothing
-            load_errors = [dataclasses.replace(e, affects_grade=False) for e in load_errors]
+            # every call worked: a cell that failed while loading changed nothing, and a
+            # package it could not import is one the graded code does not need: no note
+            load_errors = [dataclasses.replace(e, affects_grade=False) for e in load_errors
+                           if e.kind != "missing-dependency"]
+        load_errors = each_package_once(load_errors)
         errors = [*load_errors, *call_errors(probes, outcomes, reference_outputs)]
     if metadata.get("hidden_probes"):
         # their messages show secret probe values, or (a failed interface check) text the
@@ -422,6 +426,24 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
                  divergence=divergence).to_dict()
 
 
+_PACKAGE = re.compile(r"`([^`]+)` is not installed")
+
+
+def each_package_once(errors: Sequence[GraderError]) -> list[GraderError]:
+    """The errors with one ``missing-dependency`` per package (cells that import it again
+    failed the same way: said once)."""
+    seen: set[str] = set()
+    kept = []
+    for error in errors:
+        found = _PACKAGE.search(error.message) if error.kind == "missing-dependency" else None
+        if found and found.group(1) in seen:
+            continue
+        if found:
+            seen.add(found.group(1))
+        kept.append(error)
+    return kept
+
+
 def _raises_not_implemented(outcome: CallOutcome) -> bool:
     last = outcome.message.strip().splitlines()[-1] if outcome.message.strip() else ""
     return outcome.error_kind == "runtime-error" and last.startswith("NotImplementedError")
@@ -444,7 +466,7 @@ def error_report(assignment_id: str, errors: Sequence[GraderError],
         total = float(registry.rubric(assignment_id)["max_score"])
         assignment_id = info.id
     return build(assignment=assignment_id, status="error", score=0.0, max_score=total,
-                 errors=errors, metadata=metadata).to_dict()
+                 errors=each_package_once(errors), metadata=metadata).to_dict()
 
 
 def _likely_first(files: Sequence[Path], function: str) -> list[Path]:

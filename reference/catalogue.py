@@ -117,3 +117,13 @@ def wording(row_id: str, conventions: frozenset[str] = frozenset()) -> Wording:
             told = row.in_conventions[key]
             return told._replace(fingerprint=told.fingerprint or row.fingerprint)
     return Wording(row.title, row.explanation, row.fix, row.fingerprint)
+
+
+def question_bank(row_id: str, conventions: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """The question-bank items a row cites, in the task of ``conventions`` (``wording``'s keys)
+    when it cites others there."""
+    row = BY_ID[row_id]
+    for key in sorted(conventions):
+        if key in row.question_bank_in:
+            return row.question_bank_in[key]
+    return row.question_bank

@@ -52,6 +52,10 @@ class Misconception:
         default_factory=lambda: MappingProxyType({}))
     #: what to change, in one sentence, with the code it should become where it is one line
     fix: str = ""
+    #: the question-bank items cited in one task instead of ``question_bank``, keyed by
+    #: "task:<task>" (a mask builder's report does not cite items on masking the softmax)
+    question_bank_in: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: MappingProxyType({}))
     #: the stages (``reference.stages.Stages``) whose line a report may quote as where this
     #: mistake enters (``grader.core.locate``); none: it is never located
     stages: tuple[str, ...] = ()

@@ -32,7 +32,7 @@ ITEMS: Mapping[str, str] = MappingProxyType({
     "A-why-3": "how an unscaled softmax stops the gradients",
     "A-why-4": "why several heads help",
     "A-why-5": "attention compared with a recurrent network on long inputs",
-    "A-why-6": "why positions must be added to the inputs",
+    "A-why-6": "why attention must be told the positions: to it the rows are an unordered set",
     "A-why-7": "why queries, keys and values get separate projections",
     "A-edge-1": "identical keys give equal weights",
     "A-edge-2": "one much larger score takes almost all the weight",

@@ -128,6 +128,7 @@ def test_each_row_says_how_to_fix_it_and_where_to_look(row: catalogue.Misconcept
     assert set(row.stages) <= set(stage_words()), row.stages
     assert bool(row.stages) == (row.detector == "variant"), "located unless found another way"
     assert all(item in ITEMS for item in row.question_bank)
+    assert all(item in ITEMS for items in row.question_bank_in.values() for item in items)
 
 
 def test_every_stage_a_row_names_is_one_its_tasks_compute() -> None:

@@ -101,8 +101,10 @@ def evaluate(checks: tuple[Concept, ...], results: Outcomes) -> list[tuple[Conce
         failed = [p for p in concept.needs if p not in results or not results[p][1].ok]
         if failed:
             outcome = results[failed[0]][1] if failed[0] in results else None
-            why = outcome.message.splitlines()[-1] if outcome and outcome.message else "no output"
-            verdicts.append((concept, False, f"the call on test input '{failed[0]}' failed: {why}"))
+            kind = outcome.error_kind if outcome and outcome.error_kind else "no output"
+            # (the exception itself is told once, in the report's errors, with its count)
+            verdicts.append((concept, False, f"the call on test input '{failed[0]}' failed "
+                                             f"({kind}: see the errors)."))
             continue
         try:
             passed, message = concept.check(results)

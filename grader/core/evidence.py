@@ -74,16 +74,26 @@ def explain(matcher: Matcher, misconception_id: str, recipe: Recipe,
             alone = None
         # several mistakes: the index where this one alone departs most from the answer
         gaps = gap(variant if alone is None else alone, correct)
-        at = np.unravel_index(int(np.argmax(gaps)), gaps.shape)
         returned = outcome.returned(name)
+        if returned is not None and returned.shape == correct.shape:
+            # never an index where yours is right ("yours 1, correct 1"), where another index
+            # shows the mistake
+            wrong = gap(np.asarray(returned, dtype=np.float64), correct) > 1e-6 * (
+                1.0 + np.abs(np.nan_to_num(correct)))
+            if np.any(wrong & (gaps > 0)):
+                gaps = np.where(wrong, gaps, -1.0)
+        at = np.unravel_index(int(np.argmax(gaps)), gaps.shape)
         got = returned[at] if returned is not None and returned.shape == correct.shape else None
         where = str(tuple(int(i) for i in at))
         # (a task whose mistakes show in several outputs says which one the numbers are of)
         at_words = f"In {name} at index" if len(assignment.diagnosed_outputs) > 1 else "At index"
         if alone is not None:
-            # several mistakes at once: what this one alone would give, then all of them
+            # several mistakes at once: what this one alone would give, then all of them (and
+            # where they cancel, so that yours is right there, not "yours 1, correct 1")
+            yours = ("" if got is not None and _num(got) == _num(correct[at])
+                     else f"yours {_num(got)}, ")
             lines.append(
-                f"{at_words} {where}: yours {_num(got)}, correct {_num(correct[at])}, with this "
+                f"{at_words} {where}: {yours}correct {_num(correct[at])}, with this "
                 f"mistake alone {_num(alone[at])}, with {_all(assignment, recipe)} of your mistakes "
                 f"{_num(variant[at])}.")
         else:
@@ -169,8 +179,9 @@ def _num(value: object) -> str:
 
 
 MAX_CALL_CHARS = 12_000
-#: past this many numbers a public test input is fetched by name, not pasted
-MAX_PASTED_NUMBERS = 48
+#: past this many numbers a public test input is fetched by name, not pasted (a pasted 4 x 3
+#: matrix is five lines of the report; the name is one)
+MAX_PASTED_NUMBERS = 12
 
 
 #: the text of each test input written out, kept with its (read-only) array: a batch writes
@@ -193,9 +204,12 @@ def _pasteable(value: np.ndarray) -> str:
 
 def call_text(assignment: Assignment, probe: Probe) -> str:
     """The probe as Python the student can paste: small arrays written out; a larger public
-    test input fetched by name with ``grader.probe_inputs`` (a hidden one's arrays are written
-    out, since naming it would need the secret seed)."""
+    test input fetched by name with ``grader.probe_inputs``. A hidden test input is named with
+    its shapes (``hidden_call``): its arrays would double the report, and fetching it by name
+    would need the secret seed."""
     names = assignment.arg_names
+    if probe.meta.get("seed", DEFAULT_SEED) != DEFAULT_SEED:
+        return hidden_call(assignment, probe)
     used = {id(v): n for n, v in reversed(list(zip(names, probe.args)))}
     numbers = sum(v.size for v in probe.args if isinstance(v, np.ndarray))
     call = _call_line(assignment)
@@ -229,6 +243,15 @@ def call_text(assignment: Assignment, probe: Probe) -> str:
         )
         text = f"{assignment.function}({shapes})  # arrays too long to show here"
     return text
+
+
+def hidden_call(assignment: Assignment, probe: Probe) -> str:
+    """A call on a hidden test input, told by the input's name and its arguments' shapes."""
+    shapes = ", ".join(
+        f"{n} {tuple(v.shape)}" if isinstance(v, np.ndarray) else f"{n}={v!r}"
+        for n, v in zip(assignment.arg_names, probe.args))
+    return (f"{assignment.function}({shapes})  # hidden test input '{probe.id}': your "
+            f"self-check shows the same mistake on a call you can paste")
 
 
 def _call_line(assignment: Assignment) -> Callable[[list[str]], str]:

@@ -15,7 +15,7 @@ import numpy as np
 
 from grader.core.probes import scored_only
 from grader.model import CallOutcome, CheckResult, Finding, GraderError, Probe, SourcePlace
-from reference.catalogue import BY_ID, wording
+from reference.catalogue import BY_ID, question_bank, wording
 from reference.edits import in_dialect
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ class MisconceptionEntry:
         explanation, fix = (in_dialect(text, finding.dialect, dict(finding.names))
                             for text in (explanation, finding.fix or fix))
         return cls(row.id, title, explanation, _clean(finding.evidence, 16_000),
-                   tuple(row.question_bank), _clean(fix, 1000), location)
+                   question_bank(row.id, conventions), _clean(fix, 1000), location)
 
     def to_dict(self) -> dict[str, Any]:
         entry: dict[str, Any] = {
@@ -183,12 +183,34 @@ def build(*, assignment: str, status: str, score: float, max_score: float,
           divergence: Divergence | None = None) -> Report:
     """The report; ``conventions`` (a course's, see ``catalogue.wording``) word the findings."""
     return Report(assignment, status, round(float(score), 4), round(float(max_score), 4),
-                  tuple(MisconceptionEntry.of(f, conventions) for f in findings),
+                  one_replacement_per_line(
+                      tuple(MisconceptionEntry.of(f, conventions) for f in findings)),
                   tuple(dataclasses.replace(c, message=_clean(c.message),
                                             question_bank=tuple(c.question_bank))
                         for c in checks),
                   tuple(ErrorEntry.of(e) for e in errors), metadata or {},
                   _located(divergence))
+
+
+def one_replacement_per_line(entries: tuple[MisconceptionEntry, ...]
+                             ) -> tuple[MisconceptionEntry, ...]:
+    """The findings, with no line given two different replacements: a later finding whose
+    literal fix rewrites a line an earlier one already rewrites otherwise keeps its line and its
+    sentence, not its literal fix (applied after the first, it would undo it)."""
+    rewritten: dict[tuple[Any, Any], str] = {}
+    out = []
+    for entry in entries:
+        location = entry.location or {}
+        edits = [edit for edit in (location, *location.get("also", ())) if edit.get("fixed")]
+        if any(rewritten.get((e.get("cell"), e["line"]), e["fixed"]) != e["fixed"]
+               for e in edits):
+            # (as a fix that failed its check: the line alone, ``pipeline._without_literal_fix``)
+            kept = {key: value for key, value in location.items() if key not in ("fixed", "also")}
+            entry = dataclasses.replace(entry, location=kept)
+        else:
+            rewritten.update({(e.get("cell"), e["line"]): e["fixed"] for e in edits})
+        out.append(entry)
+    return tuple(out)
 
 
 def _located(divergence: Divergence | None) -> dict[str, Any] | None:

@@ -144,7 +144,7 @@ def score_checks(assignment: Assignment, probes: Sequence[Probe],
         else:
             concept, passed, message = concept_verdicts[check_id]
             results.append(CheckResult(check_id, "probe", passed, points if passed else 0.0,
-                                       points, f"{concept.title}: {message}",
+                                       points, concept_message(concept.title, passed, message),
                                        concept.question_bank))
     return results
 
@@ -221,3 +221,10 @@ def max_score(assignment: Assignment, probes: Sequence[Probe] | None = None) -> 
     """The points of every check, or of those ``probes`` can decide."""
     checks = assignment.rubric()["checks"] if probes is None else probed_checks(assignment, probes)
     return round(sum(float(spec["points"]) for spec in checks), 4)
+
+
+def concept_message(title: str, passed: bool, message: str) -> str:
+    """A property check's message: a passed one says the property and what was seen; a failed
+    one only what was seen (its title states the property as if it held, which read like a
+    pass beside [FAIL])."""
+    return f"{title}: {message}" if passed else message

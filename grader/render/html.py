@@ -7,8 +7,11 @@ from html import escape
 from typing import Any
 
 from grader.render.verdict import (
+    EVIDENCE_CHARS,
     LOCATED_HEADING,
     NOTES_HEADING,
+    after_first_line,
+    error_line,
     evidence_once,
     first_line,
     grading_errors,
@@ -19,6 +22,7 @@ from grader.render.verdict import (
     part_line,
     part_views,
     place,
+    quoted_above,
     read_more,
     seed_note,
     unexplained,
@@ -33,26 +37,39 @@ _STYLE = (
 )
 
 
+#: what the folded part of the page holds
+_FOLDED = "Details: why, the evidence, errors in full and every check"
+
+
 def _prose(text: str) -> str:
     """Text of the report as HTML: escaped, its `code` spans shown as code, not as backticks."""
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(text))
 
 
-def _where_and_fix(item: dict[str, Any]) -> str:
+def _where_and_fix(item: dict[str, Any], above: int | None = None) -> str:
+    """A finding in the first part: the line (or which finding above quotes it), the literal
+    fix or else the sentence, and the sentence that shows it on a test input."""
     parts = []
-    if place(item):
+    if place(item) and above:
+        parts.append(f"{escape(str(place(item)))}, the line quoted in {above} above")
+    elif place(item):
         parts.append(f"{escape(str(place(item)))}: "
                      f"<code>{escape(item['location']['code'])}</code>")
-    for heading, code in literal_fixes(item):
+    fixes = literal_fixes(item)
+    for heading, code in fixes:
         parts.append(f"{_prose(heading)}<pre>{escape(chr(10).join(code))}</pre>")
-    if item.get("fix"):
+    if item.get("fix") and not fixes:
         parts.append(f"Fix: {_prose(item['fix'])}")
+    if first_line(item["evidence"], EVIDENCE_CHARS):
+        parts.append(_prose(first_line(item["evidence"], EVIDENCE_CHARS)))
     return "".join(f"<br>{part}" for part in parts)
 
 
-def render(report: dict[str, Any]) -> str:
+def render(report: dict[str, Any], *, details_open: bool = False) -> str:
+    """The page: the first part (score, what to fix), then the details (explanations,
+    evidence, errors in full, checks) folded in ``<details>``, open if ``details_open``."""
     if report.get("parts"):
-        return _render_parts(report)
+        return _render_parts(report, details_open=details_open)
     meta = report.get("metadata", {})
     graded = report["status"] == "graded"
     parts = [_STYLE, '<div class="ag">',
@@ -66,35 +83,38 @@ def render(report: dict[str, Any]) -> str:
     if seed_note(report):
         parts.append(f"<p>{escape(str(seed_note(report)))}</p>")
     if report["misconceptions"] or grading_errors(report):  # the first screen: what to fix
-        items = [f"<li>{_prose(m['title'])} (<code>{escape(m['id'])}</code>): "
-                 f"{_prose(first_line(m['evidence']))}{_where_and_fix(m)}</li>"
-                 for m in report["misconceptions"]]
-        items += [f"<li>{escape(e['kind'])}: {escape(first_line(e['message']))}</li>"
+        found = report["misconceptions"]
+        items = [f"<li>{_prose(m['title'])} (<code>{escape(m['id'])}</code>)"
+                 f"{_where_and_fix(m, quoted_above(found, index))}</li>"
+                 for index, m in enumerate(found)]
+        items += [f"<li>{escape(e['kind'])}: {escape(error_line(e))}</li>"
                   for e in grading_errors(report)]
         parts.append("<p><b>What to fix</b></p><ol>" + "".join(items) + "</ol>")
-    for error in grading_errors(report):
-        parts.append(f"<p class='fail'>Error ({escape(error['kind'])})</p>"
-                     f"<pre>{escape(error['message'])}</pre>")
-    if notes(report):
-        parts.append(f"<p><b>{escape(NOTES_HEADING)}</b></p>" + "".join(
-            f"<p>{escape(e['kind'])}:</p><pre>{escape(e['message'])}</pre>" for e in notes(report)))
-    if report["misconceptions"]:
-        parts.append("<h4>Misconceptions</h4>")
-        for item, shown in zip(report["misconceptions"], evidence_once(report["misconceptions"])):
-            bank = read_more(item)
-            parts.append(f"<h5><code>{escape(item['id'])}</code>: {_prose(item['title'])}</h5>"
-                         f"<p>{_prose(item['explanation'])}</p>"
-                         f"<p>Evidence:</p><pre>{escape(shown)}</pre>"
-                         + (f"<p>Read more in the question bank: {escape(bank)}</p>"
-                            if bank else ""))
-    elif unexplained(report):
+    if not report["misconceptions"] and unexplained(report):
         parts.append(f"<p>{escape(str(unexplained(report)))}</p>")
         where = located(report)
         if where:
             parts.append(f"<p><b>{LOCATED_HEADING}</b>: {escape(where[0])}</p>"
                          + (f"<pre>{escape(where[1])}</pre>" if where[1] else ""))
-    elif graded:
+    elif graded and not report["misconceptions"]:
         parts.append("<p class='pass'>All checks pass and no misconception was found.</p>")
+    rest: list[str] = []
+    for error in grading_errors(report):
+        rest.append(f"<p class='fail'>Error ({escape(error['kind'])})</p>"
+                    f"<pre>{escape(error['message'])}</pre>")
+    if notes(report):
+        rest.append(f"<p><b>{escape(NOTES_HEADING)}</b></p>" + "".join(
+            f"<p>{escape(e['kind'])}:</p><pre>{escape(e['message'])}</pre>" for e in notes(report)))
+    if report["misconceptions"]:
+        rest.append("<h4>Misconceptions</h4>")
+        for item, shown in zip(report["misconceptions"], evidence_once(report["misconceptions"])):
+            bank = read_more(item)
+            rest.append(f"<h5><code>{escape(item['id'])}</code>: {_prose(item['title'])}</h5>"
+                        f"<p>{_prose(item['explanation'])}</p>"
+                        + (f"<p>Evidence:</p><pre>{escape(after_first_line(shown))}</pre>"
+                           if after_first_line(shown) else "")
+                        + (f"<p>Read more in the question bank: {escape(bank)}</p>"
+                           if bank else ""))
     if report["checks"]:
         rows = []
         for check in report["checks"]:
@@ -104,13 +124,16 @@ def render(report: dict[str, Any]) -> str:
             rows.append(f"<tr><td>{mark}</td><td><code>{escape(check['id'])}</code></td>"
                         f"<td>{check['points']:g} / {check['max_points']:g}</td>"
                         f"<td>{detail}</td></tr>")
-        parts.append("<h4>Checks</h4><table><tr><th></th><th>check</th><th>points</th>"
-                     "<th>details</th></tr>" + "".join(rows) + "</table>")
+        rest.append("<h4>Checks</h4><table><tr><th></th><th>check</th><th>points</th>"
+                    "<th>details</th></tr>" + "".join(rows) + "</table>")
+    if rest:
+        parts.append(f"<details{' open' if details_open else ''}><summary>{_FOLDED}</summary>"
+                     + "\n".join(rest) + "</details>")
     parts.append("</div>")
     return "\n".join(parts)
 
 
-def _render_parts(report: dict[str, Any]) -> str:
+def _render_parts(report: dict[str, Any], *, details_open: bool = False) -> str:
     """The total and each part's line, then each part's page in a section of its own."""
     meta = report.get("metadata", {})
     views = part_views(report)
@@ -122,7 +145,7 @@ def _render_parts(report: dict[str, Any]) -> str:
     parts.append("<ol>" + "".join(f"<li>{escape(part_line(view))}</li>" for view in views)
                  + "</ol>")
     for number, view in enumerate(views, 1):
-        page = render(view).replace(_STYLE, "", 1)
+        page = render(view, details_open=details_open).replace(_STYLE, "", 1)
         parts.append(f"<section><h4>Part {number} of {len(views)}: "
                      f"<code>{escape(view['assignment'])}</code></h4>{page}</section>")
     parts.append("</div>")

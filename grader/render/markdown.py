@@ -13,8 +13,11 @@ import re
 from typing import Any
 
 from grader.render.verdict import (
+    EVIDENCE_CHARS,
     LOCATED_HEADING,
     NOTES_HEADING,
+    after_first_line,
+    error_line,
     evidence_once,
     first_line,
     grading_errors,
@@ -25,6 +28,7 @@ from grader.render.verdict import (
     part_line,
     part_views,
     place,
+    quoted_above,
     read_more,
     seed_note,
     unexplained,
@@ -77,19 +81,25 @@ def render(report: dict[str, Any]) -> str:
         lines += [inline(str(seed_note(report))), ""]
     if report["misconceptions"] or grading_errors(report):  # the first screen: what to fix
         lines += ["**What to fix**", ""]
-        for number, item in enumerate(report["misconceptions"], 1):
-            shown = f": {inline(first_line(item['evidence']))}" if item["evidence"] else ""
-            lines.append(f"{number}. {inline(item['title'])} (`{item['id']}`){shown}")
-            if place(item):
+        items = report["misconceptions"]
+        for number, item in enumerate(items, 1):
+            lines.append(f"{number}. {inline(item['title'])} (`{item['id']}`)")
+            above = quoted_above(items, number - 1)
+            if place(item) and above:
+                lines.append(f"   - {place(item)}, the line quoted in {above} above")
+            elif place(item):
                 lines.append(f"   - {place(item)}: {code_span(item['location']['code'])}")
-            for heading, code in literal_fixes(item):
+            fixes = literal_fixes(item)
+            for heading, code in fixes:
                 lines += [f"   - {inline(heading)}", "",
                           *("     " + line for line in fence("\n".join(code)).split("\n")), ""]
-            if item.get("fix"):
+            if item.get("fix") and not fixes:
                 lines.append(f"   - Fix: {item['fix']}")
+            if item["evidence"]:
+                lines.append(f"   - {inline(first_line(item['evidence'], EVIDENCE_CHARS))}")
         for error in grading_errors(report):
             lines.append(f"- {inline(error['kind'])}: "
-                         f"{inline(first_line(error['message']))}")
+                         f"{inline(error_line(error))}")
         lines.append("")
     verdict = unexplained(report)
     if verdict:
@@ -109,8 +119,8 @@ def render(report: dict[str, Any]) -> str:
         lines += ["### Misconceptions", ""]
         for item, shown in zip(report["misconceptions"], evidence_once(report["misconceptions"])):
             lines += [f"#### `{item['id']}`: {item['title']}", "", item["explanation"], ""]
-            if item["evidence"]:
-                lines += ["Evidence:", "", fence(shown), ""]
+            if after_first_line(shown):
+                lines += ["Evidence:", "", fence(after_first_line(shown)), ""]
             if read_more(item):
                 lines += [f"Read more in the question bank: {inline(str(read_more(item)))}", ""]
     if report["checks"]:

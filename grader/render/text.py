@@ -6,11 +6,16 @@ import textwrap
 from typing import Any
 
 from grader.render.verdict import (
+    EVIDENCE_CHARS,
     LOCATED_HEADING,
     NOTES_HEADING,
+    after_first_line,
+    check_line,
+    error_line,
     evidence_once,
     first_line,
     grading_errors,
+    hidden_details,
     literal_fixes,
     located,
     maximum_note,
@@ -18,6 +23,7 @@ from grader.render.verdict import (
     part_line,
     part_views,
     place,
+    quoted_above,
     read_more,
     seed_note,
     unexplained,
@@ -53,19 +59,10 @@ def summary(report: dict[str, Any]) -> list[str]:
         out[-1:] = [_wrap(str(seed_note(report)), ""), ""]
     if report["misconceptions"] or grading_errors(report):
         out.append("What to fix")
-        for number, item in enumerate(report["misconceptions"], 1):
-            out.append(f"  {number}. {item['title']} ({item['id']})")
-            if place(item):
-                out.append(f"     {place(item)}:")
-                out.append(f"         {item['location']['code']}")
-            for heading, code in literal_fixes(item):
-                out.append(_wrap(heading, "     "))
-                out += [f"         {line}" for line in code]
-            if item.get("fix"):
-                out.append(_wrap(f"Fix: {item['fix']}", "     "))
-            out.append(_wrap(first_line(item["evidence"]), "     "))
+        for block in first_part_blocks(report):
+            out += block
         for error in grading_errors(report):
-            out.append(_hanging(f"  - {error['kind']}: {first_line(error['message'])}"))
+            out.append(_hanging(f"  - {error['kind']}: {error_line(error)}"))
         out.append("")
     verdict = unexplained(report)
     if verdict:
@@ -79,7 +76,7 @@ def summary(report: dict[str, Any]) -> list[str]:
         out += ["All checks pass and no misconception was found.", ""]
     if notes(report):
         out.append(NOTES_HEADING)
-        out += [_hanging(f"  - {e['kind']}: {first_line(e['message'])}") for e in notes(report)]
+        out += [_hanging(f"  - {e['kind']}: {error_line(e)}") for e in notes(report)]
         out.append("")
     for note in ("precision_note",):
         if meta.get(note):
@@ -87,23 +84,65 @@ def summary(report: dict[str, Any]) -> list[str]:
     return out
 
 
+def first_part_blocks(report: dict[str, Any]) -> list[list[str]]:
+    """Each finding's block of the first part: its title, the line, the literal fix or else the
+    sentence, and the one sentence that shows it on a test input."""
+    blocks = []
+    for number, item in enumerate(report["misconceptions"], 1):
+        out = [f"  {number}. {item['title']} ({item['id']})"]
+        above = quoted_above(report["misconceptions"], number - 1)
+        if place(item) and above:
+            out.append(_wrap(f"{place(item)}, the line quoted in {above} above.", "     "))
+        elif place(item):
+            out.append(f"     {place(item)}:")
+            out.append(f"         {item['location']['code']}")
+        fixes = literal_fixes(item)
+        for heading, code in fixes:
+            out.append(_wrap(heading, "     "))
+            out += [f"         {line}" for line in code]
+        if item.get("fix") and not fixes:
+            out.append(_wrap(f"Fix: {item['fix']}", "     "))
+        if first_line(item["evidence"], EVIDENCE_CHARS):
+            out.append(_wrap(first_line(item["evidence"], EVIDENCE_CHARS), "     "))
+        blocks.append(out)
+    return blocks
+
+
 def render(report: dict[str, Any]) -> str:
+    """The whole text report: the first part (``summary``), then the details of each finding,
+    the errors in full, and one line per check."""
     if report.get("parts"):
         return _render_parts(report)
-    out = summary(report)
+    return "\n".join(summary(report) + rest(report)).rstrip() + "\n"
+
+
+def rest(report: dict[str, Any]) -> list[str]:
+    """What comes after the first part: each finding's explanation and evidence (its sentence
+    already shown above), the errors in full, and the checks, one line each."""
+    out = []
+    cited: dict[str, str] = {}  # (items cited by two findings: named once)
     if report["misconceptions"]:
         out.append("Details")
-        for item, evidence in zip(report["misconceptions"],
-                                  evidence_once(report["misconceptions"])):
-            out.append(f"  * {item['id']}: {item['title']}")
+        for number, (item, evidence) in enumerate(zip(report["misconceptions"],
+                                                      evidence_once(report["misconceptions"])),
+                                                  1):
+            out.append(f"  {number}. {item['id']}")
             out.append(_wrap(item["explanation"], "      "))
-            out.append("      Evidence:")
-            out.append(_block(evidence, "        "))
-            if read_more(item):
-                out.append(_wrap(f"Read more in the question bank: {read_more(item)}", "      "))
+            shown = after_first_line(evidence)
+            if shown:
+                out.append("      Evidence:")
+                out.append(_block(shown, "        "))
+            bank = read_more(item)
+            if bank and bank in cited:
+                out.append(f"      Read more: the items cited for {cited[bank]} above.")
+            elif bank:
+                cited[bank] = item["id"]
+                out.append(_wrap(f"Read more in the question bank: {bank}", "      "))
         out.append("")
     for heading, errors in (("Errors in full", grading_errors(report)),
                             ("Notes in full", notes(report))):
+        # (an error the first part showed whole is not shown again)
+        errors = [e for e in errors if error_line(e) != e["message"].strip()]
         if errors:
             out.append(heading)
             for error in errors:
@@ -112,12 +151,10 @@ def render(report: dict[str, Any]) -> str:
             out.append("")
     if report["checks"]:
         out.append("Checks")
-        for check in report["checks"]:
-            mark = "PASS" if check["passed"] else "FAIL"
-            out.append(f"  [{mark}] {check['id']} ({check['points']:g}/{check['max_points']:g})")
-            if not check["passed"]:
-                out.append(_wrap(check["message"], "      "))
-    return "\n".join(out).rstrip() + "\n"
+        out += [check_line(check, 96) for check in report["checks"]]
+        if hidden_details(report):
+            out.append(_hanging(str(hidden_details(report))))
+    return out
 
 
 def _render_parts(report: dict[str, Any]) -> str:

@@ -8,6 +8,10 @@ from typing import Any
 
 from grader.model import line_words
 
+#: what a student reads instead of a withheld message (``grader.render.visible``)
+HIDDEN_DETAIL = ("(details come from hidden tests: they are shown with the tests once grades are "
+                 "published)")
+
 #: how scoring says a check failed because calls failed, not because of the values
 CALL_FAILURES = ("the call failed (", "the call on test input", "calls returned a numeric array")
 
@@ -33,6 +37,10 @@ def unexplained(report: dict[str, Any]) -> str | None:
 _WHERE = re.compile(r"^(code cell \d+|the file): ")
 
 
+#: how much of a finding's evidence sentence the first part shows (a sentence, whole)
+EVIDENCE_CHARS = 400
+
+
 def first_line(text: str, limit: int = 160) -> str:
     """The line of a message that says what happened, cut to ``limit`` characters (the first
     screen's form): its first line, or for a traceback the exception it ends with."""
@@ -44,6 +52,67 @@ def first_line(text: str, limit: int = 160) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
+def cut(text: str, limit: int) -> str:
+    """``text`` on one line of at most ``limit`` characters, cut at a word ("..." marks it)."""
+    indent = text[: len(text) - len(text.lstrip(" "))]
+    line = indent + " ".join(text.split())
+    if len(line) <= limit:
+        return line
+    head = line[: limit - 3]
+    return (head.rsplit(" ", 1)[0] if " " in head[limit // 2:] else head).rstrip(",;:") + "..."
+
+
+def after_first_line(text: str) -> str:
+    """Evidence without its first line (the sentence the first part shows already)."""
+    return text.strip().partition("\n")[2]
+
+
+def check_line(check: dict[str, Any], width: int) -> str:
+    """A check in one line: its mark, ID and points, and for a failed one what failed, cut to
+    ``width`` characters."""
+    mark = "PASS" if check["passed"] else "FAIL"
+    line = f"  [{mark}] {check['id']} ({check['points']:g}/{check['max_points']:g})"
+    if check["passed"] or not check["message"]:
+        return line
+    if check["message"] == HIDDEN_DETAIL:  # (said once, under the checks: ``hidden_details``)
+        return f"{line}: details hidden"
+    values = _VALUES.match(check["message"])
+    message = (f"{values.group(1)} test inputs right; smallest failing: '{values.group(2)}'"
+               if values else check["message"])
+    return cut(f"{line}: {message}", width)
+
+
+def hidden_details(report: dict[str, Any]) -> str | None:
+    """The line under the checks when some of their details are withheld, or None."""
+    if any(c["message"] == HIDDEN_DETAIL for c in report["checks"] if not c["passed"]):
+        return "  Details hidden: " + HIDDEN_DETAIL.strip("()") + "."
+    return None
+
+
+#: how a check of the values states what failed (``grader.core.scoring``)
+_VALUES = re.compile(r"(\d+ / \d+) test inputs give the right answer\. Smallest failing one, "
+                     r"'([^']*)'")
+
+
+#: how ``report.call_errors`` words calls that failed the same way
+_FAILED_CALLS = re.compile(r"^(\d+ of \d+ calls) failed this way \(test inputs: [^)]*\); "
+                          r"first on test input '([^']*)': (.*)$", re.DOTALL)
+
+
+def error_line(error: dict[str, Any], limit: int = 160) -> str:
+    """An error in one line: for calls that failed, the exception first (never cut off by the
+    list of test inputs), then how many calls failed so; otherwise ``first_line``."""
+    failed = _FAILED_CALLS.match(error["message"].strip())
+    if not failed:
+        return first_line(error["message"], limit)
+    count, probe, rest = failed.groups()
+    lines = [line.strip() for line in rest.splitlines() if line.strip()]
+    exception = lines[-1] if lines else ""
+    where = _WHERE.match(lines[0]) if lines else None
+    tail = f" ({count} failed so, first on test input '{probe}')"
+    return cut((where.group(0) if where else "") + exception, max(40, limit - len(tail))) + tail
+
+
 def place(item: dict[str, Any]) -> str | None:
     """Where a finding first shows ("line 7", "cell 3, line 7") and the value that line
     computes; None when no line was found (the code itself is left to the view, which quotes
@@ -52,6 +121,20 @@ def place(item: dict[str, Any]) -> str | None:
     if not location:
         return None
     return f"Shows first in {_line(location)} ({location['computes']})"
+
+
+def quoted_above(items: list[dict[str, Any]], index: int) -> int | None:
+    """The number (from 1) of an earlier finding that quotes the same line as finding
+    ``index``, or None: the line is quoted once, the later finding points at it."""
+    location = items[index].get("location")
+    if not location:
+        return None
+    key = (location.get("cell"), location["line"])
+    for number, earlier in enumerate(items[:index], 1):
+        other = earlier.get("location")
+        if other and (other.get("cell"), other["line"]) == key:
+            return number
+    return None
 
 
 def _line(location: dict[str, Any]) -> str:
@@ -107,17 +190,27 @@ CALL_MARK = "Reproduce it with:\n"
 
 def evidence_once(items: list[dict[str, Any]]) -> list[str]:
     """Each finding's evidence, with a reproducing call already shown for an earlier finding
-    replaced by a pointer to it (one call serves the report)."""
+    replaced by a pointer to it (one call serves the report), and so a line of numbers
+    already shown (two mistakes that give the same numbers there)."""
     shown: dict[str, str] = {}
+    told: dict[str, str] = {}
     out = []
     for item in items:
         head, mark, call = item["evidence"].partition(CALL_MARK)
+        lines = head.split("\n")
+        for number, line in enumerate(lines[1:], 1):
+            if line.strip() and line in told:
+                lines[number] = f"The numbers are those shown for {told[line]} above."
+            elif line.strip():
+                told[line] = item["id"]
+        head = "\n".join(lines)
         if mark and call in shown:
-            out.append(f"{head}Reproduce it with the call shown for {shown[call]} above.")
+            out.append(f"{head}Reproduce {item['id']} with the call shown for {shown[call]} "
+                       "above.")
         else:
             if mark:
                 shown[call] = item["id"]
-            out.append(item["evidence"])
+            out.append(f"{head}{mark}{call}")
     return out
 
 

@@ -11,15 +11,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from grader.render.verdict import part_views, unexplained
+from grader.render.verdict import HIDDEN_DETAIL, part_views, unexplained
+
+__all__ = ["HIDDEN_DETAIL", "hidden_tests", "student_view", "without_hidden_points"]
 
 #: errors that happen before any probe runs: their messages cannot show a probe's values
 LOADING_ERRORS = frozenset({"syntax-error", "invalid-notebook", "missing-function",
                             "forbidden-import", "isolation-unavailable",
                             "missing-dependency"})
-#: what a student reads instead of a withheld message
-HIDDEN_DETAIL = ("(details come from hidden tests: they are shown with the tests once grades are "
-                 "published)")
 #: the numbers of a located stage start here (``... goes wrong: at index (0, 1): ...``)
 _LOCATED_NUMBERS = ": at index"
 

@@ -285,10 +285,9 @@ def limit_note(exc, limits):
 def dependency_message(exc):
     top = exc.name.split(".")[0]
     install = INSTALL_HINTS.get(top, f"pip install {top}")
-    # the student's words: how staff add a package to a class's grader is in the README
+    # the student's words (how staff add a package to a class's grader is in the README)
     return (f"`import {exc.name}` failed: `{top}` is not installed where the code is graded. "
-            f"To check it yourself, install it (`{install}`); where your course grades it, the "
-            f"course staff decide which packages the grader has.")
+            f"To check it yourself, install it (`{install}`), or write that part without it.")
 
 
 def memory_message(limits, exc):

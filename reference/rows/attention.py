@@ -273,20 +273,18 @@ ROWS: tuple[Misconception, ...] = (
     Misconception(
         "mask-inverted",
         "Your mask blocks the keys marked True",
-        "In this assignment True means 'this query may attend to this key' (the convention of "
-        "PyTorch's `scaled_dot_product_attention` and Keras). You treated True as 'blocked', "
-        "which is the convention of `nn.MultiheadAttention`'s boolean `attn_mask` and "
-        "`key_padding_mask`: the maths is fine, the polarity is the other library's.",
+        "In this assignment True means 'this query may attend to this key'. You treated True "
+        "as 'blocked': the maths is fine, only the mask is read the other way round (some "
+        "libraries do read True as blocked, which is why the two get mixed up).",
         ("A-edge-6", "B-15"),
         variants_of("mask", "inverted", only=ATTN_MHA),
         "the keys your mask blocks are exactly the ones marked True (allowed)",
         in_conventions=MappingProxyType({
             "mask:block": Wording(
                 "Your mask lets through the keys marked True",
-                "In this course True means 'this key is blocked' (the convention of "
-                "`torch.nn.MultiheadAttention`'s `attn_mask`). You treated True as 'may attend', "
-                "the convention of `scaled_dot_product_attention`: fill the scores where the "
-                "mask is True with -inf, not where it is False.",
+                "In this course True means 'this key is blocked'. You treated True as 'may "
+                "attend', the convention of other code you may have seen: fill the scores where "
+                "the mask is True with -inf, not where it is False.",
                 "Fill with -inf where the mask is True: `scores.masked_fill(mask, float('-inf'))`.",
                 "the keys your mask blocks are exactly the ones marked False (in this course: may"
                 " attend)"),
@@ -540,14 +538,14 @@ ROWS: tuple[Misconception, ...] = (
         "(mask[..., None, :, :]) so that every head of batch item b uses mask b. Broadcasting "
         "the mask as it is lines its batch axis up with the head axis, which only runs when the "
         "batch size equals the number of heads, and then gives head b the mask of item b. With "
-        "the heads folded into the batch axis, (B * h, n, m), `np.tile(mask, (h, 1, 1))` does "
-        "the same: it lays the masks out head by head, while `np.repeat(mask, h, axis=0)` keeps "
-        "each item's mask with its own heads.",
+        "the heads folded into the batch axis, (B * h, n, m), the mask must be repeated the "
+        "same way: each item's mask h times in a row, next to its own heads, not the whole "
+        "stack of masks h times over.",
         ("A-edge-6",),
         variants_of("mask_heads", "misbroadcast", only=MHA),
         "with batch = num_heads = {h}, head b of every item uses the mask of item b",
-        fix=("Give the mask a head axis before applying it: `np.expand_dims(mask, -3)` (heads "
-             "folded into the batch: `np.repeat(mask, h, axis=0)`, not `np.tile`)."),
+        fix=("Give the mask a head axis before applying it: `np.expand_dims(mask, -3)` (with "
+             "the heads folded into the batch, repeat each item's mask h times in a row)."),
         stages=('masked',),
     ),
     Misconception(

@@ -22,15 +22,15 @@ ROWS: tuple[Misconception, ...] = (
         "Your causal mask marks the blocked keys instead of the allowed ones",
         "A causal mask in this convention says where a query may look: True (or 1) on the keys "
         "at or before the query's position, False after it. Yours is the complement: True on "
-        "the future keys, the convention of a mask of blocked positions (what `torch.triu(..., "
-        "diagonal=1)` builds for `nn.MultiheadAttention`). Each query would then see only the "
-        "future, and the last one nothing at all.",
+        "the future keys, which is what a mask of blocked positions holds (`triu(..., k=1)`). "
+        "Each query would then see only the future, and the last one nothing at all.",
         ("A-edge-6", "B-15"),
         variants_of("mask_polarity", "inverted", only=CM_CSA),
         "your mask is the complement of the causal one: it marks the future keys and blocks "
         "the past and the token itself",
         fix="Mark the keys a query may see: `np.tril(np.ones((n, m), dtype=bool), k=m - n)`, "
             "without `~` or `1 -` (`triu(..., k=1)` is its complement).",
+        question_bank_in=MappingProxyType({"task:causal_mask": ()}),
         stages=("causal_mask", "masked", "output"),
         rewrites=(edits.complement_mask, edits.swap_branches),
     ),
@@ -46,6 +46,7 @@ ROWS: tuple[Misconception, ...] = (
         "your mask keeps the keys after each query's position (the upper triangle) instead of "
         "those before it",
         fix="Keep the lower triangle: `np.tril(...)` (keys j <= i), not `np.triu(...)`.",
+        question_bank_in=MappingProxyType({"task:causal_mask": ()}),
         stages=("causal_mask", "masked", "output"),
         rewrites=(edits.lower_triangle,),
     ),
@@ -62,6 +63,7 @@ ROWS: tuple[Misconception, ...] = (
         "nothing",
         fix="Include the diagonal: `np.tril(ones, k=0)` keeps it (a blocked mask is "
             "`np.triu(ones, k=1)`, not `k=0`).",
+        question_bank_in=MappingProxyType({"task:causal_mask": ("B-25",)}),
         stages=("causal_mask", "masked", "output"),
         rewrites=(edits.diagonal_up,),
     ),
@@ -76,6 +78,7 @@ ROWS: tuple[Misconception, ...] = (
         "your mask also keeps the key right after each query's position",
         fix="Stop the triangle at the diagonal: `np.tril(ones, k=0)` (blocked part "
             "`np.triu(ones, k=1)`).",
+        question_bank_in=MappingProxyType({"task:causal_mask": ()}),
         stages=("causal_mask", "masked", "output"),
         rewrites=(edits.diagonal_down,),
     ),
@@ -93,6 +96,7 @@ ROWS: tuple[Misconception, ...] = (
         "0..m - n + i",
         fix="Offset the diagonal by the m - n cached positions: `np.tril(np.ones((n, m)), "
             "k=m - n)`.",
+        question_bank_in=MappingProxyType({"task:causal_mask": ()}),
         stages=("output",),
         rewrites=(edits.bottom_right,),
     ),
@@ -203,8 +207,8 @@ ROWS: tuple[Misconception, ...] = (
         "Your RoPE rotates the pairs (i, i + d/2) instead of (2i, 2i + 1)",
         "This RoPE rotates neighbouring features together: (x[2i], x[2i+1]) by angle "
         "p * theta**(-2i/d). Rotating feature i with feature i + d/2 ('rotate half', the "
-        "GPT-NeoX and Hugging Face layout) is a different but equally valid layout; a course "
-        "can declare it, this assignment does not.",
+        "layout some libraries use) is a different layout, and not the one this assignment "
+        "asks for.",
         ("A-err-4", "A-why-6"),
         variants_of("rope_pairs", "halves", "interleaved_in_halves", only=ROPE_CSA),
         "your rotation pairs feature i with feature i + d/2 instead of 2i with 2i + 1",
@@ -274,8 +278,8 @@ ROWS: tuple[Misconception, ...] = (
         ("A-why-6",),
         variants_of("rope_partner", "none", "none_signed", only=ROPE_CSA),
         "each of your output features depends only on the same input feature",
-        fix="Mix in the partner: `out1 = x1 * cos - x2 * sin` and `out2 = x1 * sin + x2 * "
-            "cos` (with `rotate_half`, `x * cos + rotate_half(x) * sin`).",
+        fix="Mix in the partner: a pair (a, b) becomes (`a * cos - b * sin`, "
+            "`a * sin + b * cos`), with a = `x[..., 0::2]`, b = `x[..., 1::2]`.",
         stages=("q_heads", "k_heads", "output"),
     ),
     Misconception(
