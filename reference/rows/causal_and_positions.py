@@ -210,7 +210,7 @@ ROWS: tuple[Misconception, ...] = (
         "your rotation pairs feature i with feature i + d/2 instead of 2i with 2i + 1",
         fix="Rotate neighbours: `x1, x2 = x[..., 0::2], x[..., 1::2]`, and write the results "
             "back to `out[..., 0::2]` and `out[..., 1::2]`.",
-        stages=("q_heads", "k_heads", "output"),
+        stages=("q_rotated", "k_rotated", "output"),
         in_conventions=MappingProxyType({
             "pairs:halves": Wording(
                 "Your RoPE rotates neighbouring features (2i, 2i + 1) instead of (i, i + d/2)",
@@ -235,7 +235,7 @@ ROWS: tuple[Misconception, ...] = (
         "your pairs turn by -a: the signs of your sine terms are swapped",
         fix="Use `x1 * cos - x2 * sin` for the first feature of a pair and "
             "`x1 * sin + x2 * cos` for the second.",
-        stages=("q_heads", "k_heads", "output"),
+        stages=("q_rotated", "k_rotated", "output"),
     ),
     Misconception(
         "rope-frequency-missing-two",
@@ -248,7 +248,7 @@ ROWS: tuple[Misconception, ...] = (
         "your frequencies are theta**(-i/d), not theta**(-2i/d)",
         fix="Double the exponent: `theta ** (-2 * i / d)` for pair i (or "
             "`theta ** (-np.arange(0, d, 2) / d)`).",
-        stages=("frequencies", "angles", "q_heads", "k_heads", "output"),
+        stages=("frequencies", "angles", "q_rotated", "k_rotated", "output"),
         rewrites=(edits.double_exponent,),
     ),
     Misconception(
@@ -276,7 +276,7 @@ ROWS: tuple[Misconception, ...] = (
         "each of your output features depends only on the same input feature",
         fix="Mix in the partner: `out1 = x1 * cos - x2 * sin` and `out2 = x1 * sin + x2 * "
             "cos` (with `rotate_half`, `x * cos + rotate_half(x) * sin`).",
-        stages=("q_heads", "k_heads", "output"),
+        stages=("q_rotated", "k_rotated", "output"),
     ),
     Misconception(
         "rope-on-values",
@@ -290,7 +290,7 @@ ROWS: tuple[Misconception, ...] = (
         "your values are rotated as well as the queries and keys",
         fix="Apply RoPE to the queries and keys only: `q, k = rope(q), rope(k)`; leave `v` as "
             "it is.",
-        stages=("v_heads", "heads", "output"),
+        stages=("v_rotated", "heads", "output"),
         at_call=True,
         rewrites=(edits.values_unrotated,),
     ),
@@ -307,7 +307,7 @@ ROWS: tuple[Misconception, ...] = (
         "d_k = {d_k}",
         fix="Split into heads first, then rotate each head's queries and keys over its d_k "
             "features.",
-        stages=("q", "k", "q_heads", "k_heads", "scores", "output"),
+        stages=("q_rotated", "k_rotated", "q_heads", "k_heads", "scores", "output"),
         at_call=True,
     ),
 )
