@@ -155,11 +155,45 @@ def located(finding: Finding, assignment: Assignment, probes: Sequence[Probe],
         return dataclasses.replace(finding, place=place, fix=_unused_fix(place))
     if place is None and from_failed_calls:
         return _where_batches_fail(assignment, probes, outcomes, finding, sources)
+    if place is not None and place.computes in _COMPARED.values():
+        return dataclasses.replace(finding, place=place,
+                                   fix=_positions_fix(assignment, probes, recipe, place))
     thrown = _thrown_away_before(place, sources) if place is not None else None
     if thrown is not None:  # the step may be written, its result never kept: say so first
         row_fix = catalogue.wording(finding.id, assignment.wording_terms()).fix
         return dataclasses.replace(finding, place=place, fix=f"{thrown} {row_fix}")
     return dataclasses.replace(finding, place=place)
+
+
+#: the stages of a mask built by comparing positions, as a report tells them
+_COMPARED = {"query_positions": "the query positions the mask compares",
+             "key_positions": "the key positions the mask compares"}
+
+
+def _positions_fix(assignment: Assignment, probes: Sequence[Probe], recipe: Mapping[str, str],
+                   place: SourcePlace) -> str:
+    """The fix of a line that computed the positions a mask compares, shifted: by how much, as
+    the values show (the recipe's positions against the correct ones, on a traced call)."""
+    stage = next(name for name, words in _COMPARED.items() if words == place.computes)
+    correct = {knob: choice for knob, choice in recipe.items() if not knob.startswith("mask_")}
+    shift = 0.0
+    for probe in (p for p in probes if p.traced):
+        mistaken, right = stages_of(assignment, recipe, probe), stages_of(assignment, correct,
+                                                                            probe)
+        if stage in mistaken and stage in right and mistaken[stage].size and \
+                not np.array_equal(mistaken[stage], right[stage]):
+            shift = float((mistaken[stage] - right[stage]).flat[0])
+            break
+    where = line_words(place.cell, place.line).capitalize()
+    rule = ("query i sits at position m - n + i (i when m = n), key j at position j, and a "
+            "query may see every key up to its own position, itself included (`key <= query`)")
+    if abs(shift) != 1:
+        return (f"{where} counts the query positions from 0, as if no keys came before the "
+                f"queries: {rule}. Start them at m - n (`np.arange(m - n, m)`).")
+    whose = "each query's" if stage == "query_positions" else "each key's"
+    off = "one more than" if shift == 1 else "one less than"
+    return (f"{where} makes {whose} position {off} it is: {rule}. Compute the positions "
+            "without that step of one and keep the comparison as it is.")
 
 
 #: array methods and functions that return a new array and change nothing: a statement that

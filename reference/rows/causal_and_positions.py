@@ -62,7 +62,7 @@ ROWS: tuple[Misconception, ...] = (
         "nothing",
         fix="Include the diagonal: `np.tril(ones, k=0)` keeps it (a blocked mask is "
             "`np.triu(ones, k=1)`, not `k=0`).",
-        stages=("causal_mask", "masked", "output"),
+        stages=("query_positions", "key_positions", "causal_mask", "masked", "output"),
         rewrites=(edits.diagonal_up,),
     ),
     Misconception(
@@ -76,7 +76,7 @@ ROWS: tuple[Misconception, ...] = (
         "your mask also keeps the key right after each query's position",
         fix="Stop the triangle at the diagonal: `np.tril(ones, k=0)` (blocked part "
             "`np.triu(ones, k=1)`).",
-        stages=("causal_mask", "masked", "output"),
+        stages=("query_positions", "key_positions", "causal_mask", "masked", "output"),
         rewrites=(edits.diagonal_down,),
     ),
     Misconception(
@@ -93,7 +93,7 @@ ROWS: tuple[Misconception, ...] = (
         "0..m - n + i",
         fix="Offset the diagonal by the m - n cached positions: `np.tril(np.ones((n, m)), "
             "k=m - n)`.",
-        stages=("output",),
+        stages=("query_positions", "output"),
         rewrites=(edits.bottom_right,),
     ),
     Misconception(
