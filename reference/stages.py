@@ -249,13 +249,12 @@ Rotate = Callable[[Array, Array, Array, str], tuple[Array, Array, Array]]
 
 def _rotated(rotate: Rotate, q: Array, k: Array, v: Array, stage: str, stages: Stages
              ) -> tuple[Array, Array, Array]:
-    """``rotate`` applied at ``stage``; what it turned is recorded as a stage of its own (the
-    rotated queries and keys, the values only when they are turned too), so that a line of the
-    rotation is never told as the split or the projection before it."""
+    """``rotate`` applied at ``stage``; what it gives is recorded as stages of their own (the
+    rotated queries and keys, and the values as they go on: turned only by a mistake), so that
+    a line of the rotation is never told as the split or the projection before it."""
     turned = rotate(q, k, v, stage)
-    for name, before, after in zip(("q_rotated", "k_rotated", "v_rotated"), (q, k, v), turned):
-        if after is not before:
-            stages[name] = after
+    if any(after is not before for before, after in zip((q, k, v), turned)):
+        stages.update(zip(("q_rotated", "k_rotated", "v_rotated"), turned))
     return turned
 
 

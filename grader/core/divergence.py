@@ -22,7 +22,9 @@ from grader.model import Array, CallOutcome, Probe, SourcePlace, TracedValue
 
 #: stages a correct submission may compute differently (any shift works before the softmax)
 #: (and a mask may be built from positions compared in any form, or none)
-OPTIONAL = frozenset({"shifted", "exponentials", "query_positions", "key_positions"})
+#: (the values "after RoPE" are the values: RoPE never turns them)
+OPTIONAL = frozenset({"shifted", "exponentials", "query_positions", "key_positions",
+                      "v_rotated"})
 
 
 @dataclass(frozen=True)

@@ -324,6 +324,9 @@ def _where_batches_fail(assignment: Assignment, probes: Sequence[Probe],
                        "the first line that fails on batched inputs", sources)
         if quoted is None:
             continue
+        made = _made_two_d(assignment, probes, outcomes, quoted, outcome, probe, sources)
+        if made is not None:
+            return dataclasses.replace(finding, place=made[0], fix=made[1])
         quoted = with_literal_fix(quoted, assignment, finding.id, "batch", sources)
         if quoted.fixed is not None:
             also = [with_literal_fix(other, assignment, finding.id, "batch", sources)
@@ -337,6 +340,10 @@ def _where_batches_fail(assignment: Assignment, probes: Sequence[Probe],
         error = outcome.message.strip().splitlines()[-1].rstrip(".")
         fix = (f"{where.capitalize()} works on 2-D inputs only: " + "; ".join(reasons) + "."
                if reasons else
+               f"{where.capitalize()} fails on inputs with leading batch dimensions ({error}). "
+               "It already indexes from the end (`...`): one of the arrays it uses was made "
+               "without the input's leading axes; give that array the input's shape."
+               if "..." in quoted.code else
                f"{where.capitalize()} fails on inputs with leading batch dimensions ({error}): "
                "write it with operations that act on the last two axes, whatever comes "
                "before them.")
@@ -345,6 +352,75 @@ def _where_batches_fail(assignment: Assignment, probes: Sequence[Probe],
 
 
 _TARGET = re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<rhs>[^=].*)$")
+
+#: the errors of values written into an array too small for them (NumPy, torch)
+_WRITTEN_INTO = re.compile(r"could not broadcast input array from shape|"
+                           r"expanded size of the tensor|shape mismatch: value tensor")
+#: the functions that make a new array of a shape given in numbers, and their "_like" form
+_MADE_OF_SHAPE = {"zeros": "zeros_like", "empty": "empty_like", "ones": "ones_like"}
+
+
+def _made_two_d(assignment: Assignment, probes: Sequence[Probe],
+                outcomes: Sequence[CallOutcome], failing: SourcePlace, outcome: CallOutcome,
+                batched: Probe, sources: Sequence[str]) -> tuple[SourcePlace, str] | None:
+    """A batched call that failed writing into an array (``out[..., t, i] = ...``) too small
+    for what it writes, where that array was made with a fixed 2-D shape (``out = np.zeros((n,
+    d))``, as the 2-D traced calls show: the array that line made had the output's shape): the
+    line that made it, quoted, with a fix that makes it the input's shape. None otherwise."""
+    if not _WRITTEN_INTO.search(outcome.message):
+        return None
+    source = sources[(failing.cell or 1) - 1] if sources else ""
+    made = _array_made_for(source, failing.line)
+    if made is None:
+        return None
+    name, line, function, module = made
+    shapes = [o.output.shape for p, o in zip(probes, outcomes)
+              if p.traced and o.ok and o.output is not None]
+    traced = [t for p, o in zip(probes, outcomes) if p.traced for t in o.traced
+              if t.cell == failing.cell and t.line == line]
+    if not shapes or not any(t.array.ndim == 2 and t.array.shape in shapes for t in traced):
+        return None
+    quoted = quote(failing.cell, line, "an array of the 2-D output's shape", sources)
+    arrays = [(arg, a) for arg, a in zip(assignment.arg_names, batched.args)
+              if isinstance(a, np.ndarray) and a.ndim > 2]
+    if quoted is None or not arrays:
+        return None
+    arg, example = arrays[0]
+    arg = student_names(assignment, sources).get(arg, arg)
+    fixed = f"{name} = {module}.{_MADE_OF_SHAPE[function]}({arg})"
+    error = outcome.message.strip().splitlines()[-1].rstrip(".")
+    fix = (f"{line_words(quoted.cell, line).capitalize()} makes `{name}` a 2-D array whatever "
+           f"the input's shape: on a batched input of shape {tuple(example.shape)} it is "
+           f"still 2-D, and {line_words(failing.cell, failing.line)}, which writes one batch "
+           f"of values into it, fails ({error}). Make it the input's shape: `{fixed}`.")
+    return dataclasses.replace(quoted, fixed=fixed), fix
+
+
+def _array_made_for(source: str, line: int) -> tuple[str, int, str, str] | None:
+    """For a line that writes into ``name[...]``: the name, the line above it in the same
+    function that made that array with ``np.zeros/empty/ones(shape)`` (or torch's), the
+    function and its module; None if there is no such line."""
+    tree = _parsed(source)
+    if tree is None:
+        return None
+    stores = [node for node in ast.walk(tree) if isinstance(node, ast.Assign)
+              and node.lineno == line and len(node.targets) == 1
+              and isinstance(node.targets[0], ast.Subscript)
+              and isinstance(node.targets[0].value, ast.Name)]
+    if not stores:
+        return None
+    name = stores[0].targets[0].value.id  # type: ignore[attr-defined]
+    made = [node for node in ast.walk(tree) if isinstance(node, ast.Assign)
+            and node.lineno < line and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name]
+    if not made:
+        return None
+    call = max(made, key=lambda node: node.lineno).value
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+            and isinstance(call.func.value, ast.Name) and call.func.attr in _MADE_OF_SHAPE
+            and call.func.value.id in ("np", "numpy", "torch")):
+        return None
+    return name, call.lineno, call.func.attr, call.func.value.id
 
 
 def _unused(place: Place, sources: Sequence[str]) -> SourcePlace | None:
