@@ -158,11 +158,31 @@ def located(finding: Finding, assignment: Assignment, probes: Sequence[Probe],
     if place is not None and place.computes in _COMPARED.values():
         return dataclasses.replace(finding, place=place,
                                    fix=_positions_fix(assignment, probes, recipe, place))
+    if place is not None and finding.id in _IN_COMPLEX_TERMS and _complex(place):
+        return dataclasses.replace(finding, place=place, fix=_IN_COMPLEX_TERMS[finding.id].format(
+            where=line_words(place.cell, place.line).capitalize()))
     thrown = _thrown_away_before(place, sources) if place is not None else None
     if thrown is not None:  # the step may be written, its result never kept: say so first
         row_fix = catalogue.wording(finding.id, assignment.wording_terms()).fix
         return dataclasses.replace(finding, place=place, fix=f"{thrown} {row_fix}")
     return dataclasses.replace(finding, place=place)
+
+
+#: the fix of a mistake quoted on a line that computes with complex numbers (a RoPE that turns
+#: each pair x1 + i x2 by a unit number), in those terms: such code has no sine terms
+_IN_COMPLEX_TERMS = {
+    "rope-rotation-reversed":
+        "{where} turns each pair, as the complex number x1 + i x2, by exp(-i a): that is a "
+        "rotation by -a. Multiply by exp(+i a) instead (`np.exp(1j * a)`, or "
+        "`torch.polar(ones, a)`), which turns it by +a.",
+}
+
+
+def _complex(place: SourcePlace) -> bool:
+    """Does the quoted line compute with complex numbers (the values of its stage were traced
+    as complex: ``rotations``; or it multiplies by an imaginary unit or builds a polar)?"""
+    return place.computes == stage_words().get("rotations") or bool(
+        re.search(r"\b1j\b|\bpolar\(|\bview_as_complex\(|\bcomplex\(", place.code))
 
 
 #: the stages of a mask built by comparing positions, as a report tells them

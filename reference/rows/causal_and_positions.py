@@ -226,16 +226,17 @@ ROWS: tuple[Misconception, ...] = (
     Misconception(
         "rope-rotation-reversed",
         "Your RoPE rotates by minus the angle",
-        "A rotation by angle a maps (x1, x2) to (x1 cos a - x2 sin a, x1 sin a + x2 cos a). "
-        "With the signs of the sine terms swapped each pair turns the other way: relative "
-        "positions come out with the wrong sign, and the embedding no longer matches this "
-        "definition.",
+        "A rotation by angle a maps (x1, x2) to (x1 cos a - x2 sin a, x1 sin a + x2 cos a), "
+        "the complex number x1 + i x2 times exp(i a). Turned by -a instead (the sine terms' "
+        "signs swapped, or exp(-i a)), each pair turns the other way: relative positions come "
+        "out with the wrong sign, and the embedding no longer matches this definition.",
         ("A-why-6",),
         variants_of("rope_sign", "reversed", only=ROPE_CSA),
-        "your pairs turn by -a: the signs of your sine terms are swapped",
+        "your pairs turn by -a instead of a",
         fix="Use `x1 * cos - x2 * sin` for the first feature of a pair and "
             "`x1 * sin + x2 * cos` for the second.",
-        stages=("q_rotated", "k_rotated", "output"),
+        stages=("rotations", "q_rotated", "k_rotated", "output"),
+        rewrites=(edits.positive_angle,),
     ),
     Misconception(
         "rope-frequency-missing-two",

@@ -66,6 +66,8 @@ def rotated(recipe: Recipe, x: Array, positions: Array | None = None, theta: flo
                       angles=angle)
     if choice(recipe, "rope_sign") == "reversed":
         sin = -sin
+    if record is not None:  # the unit complex numbers exp(i a) the pairs are multiplied by
+        record["rotations"] = np.stack([cos, sin], axis=-1)
     halves = choice(recipe, "rope_pairs") == "halves"
     first, second = (x[..., : d // 2], x[..., d // 2:]) if halves else (x[..., 0::2], x[..., 1::2])
     partner = choice(recipe, "rope_partner")
