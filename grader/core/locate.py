@@ -158,6 +158,10 @@ def located(finding: Finding, assignment: Assignment, probes: Sequence[Probe],
     if place is not None and place.computes in _COMPARED.values():
         return dataclasses.replace(finding, place=place,
                                    fix=_positions_fix(assignment, probes, recipe, place))
+    table = _doubled_table(assignment, probes, outcomes, recipe, place, sources) \
+        if place is not None and finding.id == _HALVES else None
+    if table is not None:
+        return dataclasses.replace(finding, place=place, fix=table)
     if place is not None and finding.id in _IN_COMPLEX_TERMS and _complex(place):
         return dataclasses.replace(finding, place=place, fix=_IN_COMPLEX_TERMS[finding.id].format(
             where=line_words(place.cell, place.line).capitalize()))
@@ -183,6 +187,47 @@ def _complex(place: SourcePlace) -> bool:
     as complex: ``rotations``; or it multiplies by an imaginary unit or builds a polar)?"""
     return place.computes == stage_words().get("rotations") or bool(
         re.search(r"\b1j\b|\bpolar\(|\bview_as_complex\(|\bcomplex\(", place.code))
+
+
+#: the RoPE row whose table of angles, doubled for one layout, is told with the quoted line
+_HALVES = "rope-halves-not-interleaved"
+
+
+def _doubled_table(assignment: Assignment, probes: Sequence[Probe],
+                   outcomes: Sequence[CallOutcome], recipe: Mapping[str, str],
+                   place: SourcePlace, sources: Sequence[str]) -> str | None:
+    """For RoPE code that turns feature i with feature i + d/2: the line that doubled its
+    (n, d/2) angles into an (n, d) table (two halves, or each angle twice in a row), found
+    among the traced values (the angles, or their cosines or sines), told with the quoted line
+    and the results the assignment's layout computes; None when no line made such a table."""
+    for probe, outcome in zip(probes, outcomes):
+        if not (probe.traced and outcome.traced):
+            continue
+        table = stages_of(assignment, recipe, probe).get("angle_table")
+        if table is None:
+            continue
+        forms = (table, np.cos(table), np.sin(table))
+        made = next((t for t in outcome.traced if not t.changes_input and t.line != place.line
+                     and any(_same(t.array, form) for form in forms)), None)
+        if made is None:
+            continue
+        line = quote(made.cell, made.line, "", sources)
+        if line is None:
+            return None
+        halves = recipe.get("rope_pairs") == "halves"
+        layout = ("lays the d/2 angles out as two halves (angle i at features i and i + d/2), "
+                  "and" if halves else "gives each angle to two neighbouring features, as this "
+                  "assignment's layout needs; but")
+        where = line_words(place.cell, place.line)
+        does = ("turns feature i with feature i + d/2" if recipe.get("rope_partner", "mixed")
+                == "mixed" else "computes on that layout")
+        return (f"{line_words(line.cell, line.line).capitalize()}, `{line.code}`, {layout} "
+                f"{where} {does}. Turn neighbours instead: "
+                "with `x1, x2 = x[..., 0::2], x[..., 1::2]` and `cos`, `sin` of the (n, d/2) "
+                "angles, the results are `x1 * cos - x2 * sin` in the even features "
+                "(`out[..., 0::2]`) and `x1 * sin + x2 * cos` in the odd ones "
+                "(`out[..., 1::2]`).")
+    return None
 
 
 #: the stages of a mask built by comparing positions, as a report tells them

@@ -206,10 +206,11 @@ ROWS: tuple[Misconception, ...] = (
         "GPT-NeoX and Hugging Face layout) is a different but equally valid layout; a course "
         "can declare it, this assignment does not.",
         ("A-err-4", "A-why-6"),
-        variants_of("rope_pairs", "halves", "interleaved_in_halves", only=ROPE_CSA),
+        variants_of("rope_pairs", "halves", "interleaved_in_halves", "halves_partner",
+                    only=ROPE_CSA),
         "your rotation pairs feature i with feature i + d/2 instead of 2i with 2i + 1",
-        fix="Rotate neighbours: `x1, x2 = x[..., 0::2], x[..., 1::2]`, and write the results "
-            "back to `out[..., 0::2]` and `out[..., 1::2]`.",
+        fix="Rotate neighbours, `x1, x2 = x[..., 0::2], x[..., 1::2]`: `out[..., 0::2] = x1 * "
+            "cos - x2 * sin` and `out[..., 1::2] = x1 * sin + x2 * cos`.",
         stages=("q_rotated", "k_rotated", "output"),
         in_conventions=MappingProxyType({
             "pairs:halves": Wording(
