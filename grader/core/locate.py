@@ -293,6 +293,37 @@ def _thrown_away_before(place: SourcePlace, sources: Sequence[str]) -> str | Non
     return None
 
 
+def _dropped_after(place: Place, sources: Sequence[str]) -> SourcePlace | None:
+    """A skipped step written just below the line whose value went on in its place, as a
+    statement that computes from that line's name and keeps nothing (``scores + mask`` alone on
+    its line): quoted as the step's line whose value nothing uses, fixed by keeping it under
+    that name. None when there is no such statement."""
+    source = sources[(place.cell or 1) - 1] if sources else ""
+    tree = _parsed(source)
+    if tree is None:
+        return None
+    assigned = [node for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                and node.lineno == place.line and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)]
+    if not assigned:
+        return None
+    name = assigned[0].targets[0].id  # type: ignore[attr-defined]
+    for statement in ast.walk(tree):
+        if not (isinstance(statement, ast.Expr)
+                and isinstance(statement.value, (ast.BinOp, ast.Call))
+                and 0 < statement.lineno - place.line <= _THROWN_WITHIN
+                and statement.lineno == statement.end_lineno
+                and any(isinstance(node, ast.Name) and node.id == name
+                        for node in ast.walk(statement.value))):
+            continue
+        quoted = quote(place.cell, statement.lineno, stage_words()[place.stage] + UNUSED, sources)
+        code = ast.get_source_segment(source, statement.value)
+        if quoted is None or code is None:
+            return None
+        return dataclasses.replace(quoted, unused=True, fixed=f"{name} = {code}")
+    return None
+
+
 def _called_name(func: ast.expr) -> str:
     return func.attr if isinstance(func, ast.Attribute) else \
         func.id if isinstance(func, ast.Name) else ""
@@ -343,6 +374,9 @@ def _quoted(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[
         return None
     if place.unused:
         return _unused(place, sources)
+    dropped = _dropped_after(place, sources) if place.used is not None else None
+    if dropped is not None:
+        return dropped
     computes = stage_words()[place.stage]
     if place.used is not None:
         computes = f"{stage_words().get(place.used, place.used)}, used as {computes}"
