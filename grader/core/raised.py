@@ -37,8 +37,10 @@ _KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"shapes? \S+ and \S+ not aligned"),
      "it multiplies matrices whose inner sizes differ (the last axis of the first must be the "
      "second-to-last of the second)"),
-    (re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"),
-     "it combines two arrays whose sizes differ on one axis ({0} against {1})"),
+    (re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) "
+                r"at non-singleton dimension (\d+)"),
+     "it combines two arrays whose sizes differ on one axis ({0} against {1}, on axis {2} "
+     "of the longer shape)"),
 )
 _MODULES = frozenset({"np", "numpy", "torch", "tf", "jnp", "jax", "math", "F", "nn"})
 
@@ -127,12 +129,15 @@ def _what_it_reads(assignment: Assignment, probes: Sequence[Probe],
         shape = _traced_shape(worked, cell, at, position, count)
         if shape is not None:
             computed.append(f"`{name}` (line {at}, {shape})")
+        elif not worked and name not in parameters:
+            computed.append(f"`{name}` (line {at})")
     said = []
     if arguments:
         said.append("on this input " + " and ".join(arguments[:2]))
     if computed:
         said.append("it uses " + ", ".join(computed[:3])
-                    + f", shapes on test input '{worked[0][0].id}', where the call worked")
+                    + (f", shapes on test input '{worked[0][0].id}', where the call worked"
+                       if worked else ""))
     if not said:
         return ""
     ending = ("Check each size of the new shape against these." if reshape else
