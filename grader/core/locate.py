@@ -574,6 +574,7 @@ def _first_place(assignment: Assignment, probe: Probe, traced: Sequence[TracedVa
     unused = _unused_value(traced, mistaken, correct, inputs)
     if unused is not None:
         return unused
+    right_forms = [form for other in correct_path.values() for form in _mask_forms(other)]
     for stage in allowed:  # the row's order: where the mistake is best pointed at first
         value = mistaken.get(stage)
         if value is None or (stage in correct and _same(value, correct[stage])):
@@ -581,13 +582,27 @@ def _first_place(assignment: Assignment, probe: Probe, traced: Sequence[TracedVa
         # a skipped step (no scaling, no mask, no W_o) leaves a value the correct path has
         # too, at an earlier stage: the line that computes it is the one the step belongs after
         used = next((name for name, other in correct_path.items() if _same(value, other)), None)
+        # (a mask's other forms only where no form of a right value is the same array)
+        others = _mask_forms(value)[1:] if used is None else ()
         hits = [(t.depth if used or at_call else 0, order, t) for order, t in enumerate(traced)
-                if not t.changes_input and _same(t.array, value)
-                and (used or not any(_same(t.array, o) for o in correct_path.values()))]
+                if not t.changes_input and (
+                    (_same(t.array, value)
+                     and (used or not any(_same(t.array, o) for o in correct_path.values())))
+                    or (any(_same(t.array, form) for form in others)
+                        and not any(_same(t.array, o) for o in right_forms)))]
         if hits:  # made first (a mistake) or, for a skipped step, made by the outermost code
             best = min(hits, key=lambda hit: hit[:2])[2]
             return Place(best.cell, best.line, stage, used)
     return None
+
+
+def _mask_forms(value: Array) -> tuple[Array, ...]:
+    """A stage's value and, for a mask (only 0 and 1), the same mask in its other forms: the
+    blocked positions (1 - keep) and the additive bias (0 kept, -inf blocked). Code that builds
+    the blocked part, or the bias, computes the same mistake in that form."""
+    if not value.size or value.dtype.kind != "f" or not np.isin(value, (0.0, 1.0)).all():
+        return (value,)
+    return value, 1.0 - value, np.where(value > 0.5, 0.0, -np.inf)
 
 
 def _unused_value(traced: Sequence[TracedValue], mistaken: Mapping[str, Array],
