@@ -440,9 +440,9 @@ def _where_batches_fail(assignment: Assignment, probes: Sequence[Probe],
         fix = (f"{where.capitalize()} works on 2-D inputs only: " + "; ".join(reasons) + "."
                if reasons else
                f"{where.capitalize()} fails on inputs with leading batch dimensions ({error}). "
-               "It already indexes from the end (`...`): one of the arrays it uses was made "
+               "It already works from the last axes: one of the arrays it uses was made "
                "without the input's leading axes; give that array the input's shape."
-               if "..." in quoted.code else
+               if _FROM_THE_END.search(quoted.code) else
                f"{where.capitalize()} fails on inputs with leading batch dimensions ({error}): "
                "write it with operations that act on the last two axes, whatever comes "
                "before them.")
@@ -451,6 +451,8 @@ def _where_batches_fail(assignment: Assignment, probes: Sequence[Probe],
 
 
 _TARGET = re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<rhs>[^=].*)$")
+#: code that already indexes or reduces from the end: `...`, axis=-1, swapaxes(-1, -2), [-2:]
+_FROM_THE_END = re.compile(r"\.\.\.|\b(?:axis|dim)\s*=\s*-\d|[(\[,]\s*-[12]\b")
 
 #: the errors of values written into an array too small for them (NumPy, torch)
 _WRITTEN_INTO = re.compile(r"could not broadcast input array from shape|"
