@@ -442,7 +442,7 @@ def _where_batches_fail(assignment: Assignment, probes: Sequence[Probe],
                f"{where.capitalize()} fails on inputs with leading batch dimensions ({error}). "
                "It already works from the last axes: one of the arrays it uses was made "
                "without the input's leading axes; give that array the input's shape."
-               if _FROM_THE_END.search(quoted.code) else
+               if _indexes_from_the_end(quoted.code) else
                f"{where.capitalize()} fails on inputs with leading batch dimensions ({error}): "
                "write it with operations that act on the last two axes, whatever comes "
                "before them.")
@@ -451,8 +451,18 @@ def _where_batches_fail(assignment: Assignment, probes: Sequence[Probe],
 
 
 _TARGET = re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<rhs>[^=].*)$")
-#: code that already indexes or reduces from the end: `...`, axis=-1, swapaxes(-1, -2), [-2:]
-_FROM_THE_END = re.compile(r"\.\.\.|\b(?:axis|dim)\s*=\s*-\d|[(\[,]\s*-[12]\b")
+
+
+def _indexes_from_the_end(code: str) -> bool:
+    """Does the line index its arrays with ``...`` (``out[..., t, i] = x[..., t, i]``), so that
+    whatever comes before the last axes rides along on the line itself?"""
+    try:
+        tree = ast.parse(code.strip())
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    return any(isinstance(node, ast.Subscript) and any(
+        isinstance(part, ast.Constant) and part.value is Ellipsis
+        for part in ast.walk(node.slice)) for node in ast.walk(tree))
 
 #: the errors of values written into an array too small for them (NumPy, torch)
 _WRITTEN_INTO = re.compile(r"could not broadcast input array from shape|"
