@@ -366,6 +366,7 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
     submission's ``sources`` let findings quote the line they come from."""
     from grader.core.diagnose import diagnose
     from grader.core.divergence import first_divergence
+    from grader.core.raised import shape_error
     from grader.core.report import build, call_errors
     from grader.core.scoring import max_score, score_checks
 
@@ -389,7 +390,8 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
 
     with np.errstate(all="ignore"):  # student outputs may hold inf/NaN: judged, not warned about
         findings = diagnose(spec, probes, outcomes, sources)
-        divergence = None if findings else first_divergence(spec, probes, outcomes, sources)
+        divergence = None if findings else (first_divergence(spec, probes, outcomes, sources)
+                                            or shape_error(spec, probes, outcomes, sources))
         references = [spec.reference_on(p) for p in probes]
         checks = score_checks(spec, probes, outcomes, references)
         reference_outputs = [outputs[0] for outputs in references]

@@ -883,6 +883,18 @@ keys_from_kv = _code_only(_keys_from_kv)
 new_array = _code_only(_new_array)
 complement_mask = _code_only(_complement_mask)
 lower_triangle = _code_only(_lower_triangle)
+def _positive_angle(code: str, context: Context) -> str | None:
+    """A complex rotation by minus the angle turned the right way: ``exp(-1j * a)`` ->
+    ``exp(1j * a)``, ``torch.polar(r, -a)`` -> ``torch.polar(r, a)``; None for any other line
+    (one with sines and cosines has no single sign to flip)."""
+    new = re.sub(r"(\bexp\(\s*)-\s*(1j\b)", r"\1\2", code)
+    new = re.sub(r"(\bexp\(\s*)-\s*(?=[A-Za-z_(])(?!1j)", r"\1", new) \
+        if "1j" in code and new == code else new
+    new = re.sub(r"(\bpolar\((?:[^(),]|\([^()]*\))+,\s*)-\s*", r"\1", new)
+    return new if new != code else None
+
+
+positive_angle = _code_only(_positive_angle)
 diagonal_up = _code_only(_shift_diagonal(+1))
 diagonal_down = _code_only(_shift_diagonal(-1))
 bottom_right = _code_only(_bottom_right)

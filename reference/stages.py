@@ -247,6 +247,17 @@ def _merge(x: Array, how: str) -> Array:
 Rotate = Callable[[Array, Array, Array, str], tuple[Array, Array, Array]]
 
 
+def _rotated(rotate: Rotate, q: Array, k: Array, v: Array, stage: str, stages: Stages
+             ) -> tuple[Array, Array, Array]:
+    """``rotate`` applied at ``stage``; what it gives is recorded as stages of their own (the
+    rotated queries and keys, and the values as they go on: turned only by a mistake), so that
+    a line of the rotation is never told as the split or the projection before it."""
+    turned = rotate(q, k, v, stage)
+    if any(after is not before for before, after in zip((q, k, v), turned)):
+        stages.update(zip(("q_rotated", "k_rotated", "v_rotated"), turned))
+    return turned
+
+
 def multi_head(
     recipe: Recipe,
     x_q: Array,
@@ -269,8 +280,8 @@ def multi_head(
     stages.update(q=q, k=k, v=v)
     split = choice(recipe, "split")
     if rotate is not None:
-        q, k, v = rotate(q, k, v, "projected" if split != "none" else "unsplit")
-        stages.update(q=q, k=k, v=v)
+        q, k, v = _rotated(rotate, q, k, v, "projected" if split != "none" else "unsplit",
+                           stages)
     d_model = x_q.shape[-1]
     dims = Dims(
         n=q.shape[-2],
@@ -291,9 +302,10 @@ def multi_head(
         if mask is not None and choice(recipe, "mask_heads") == "expand":
             head_mask = np.expand_dims(mask, -3)
         q_heads, k_heads, v_heads = (_split(x, num_heads, split) for x in (q, k, v))
-        if rotate is not None:
-            q_heads, k_heads, v_heads = rotate(q_heads, k_heads, v_heads, "split")
         stages.update(q_heads=q_heads, k_heads=k_heads, v_heads=v_heads)
+        if rotate is not None:
+            q_heads, k_heads, v_heads = _rotated(rotate, q_heads, k_heads, v_heads, "split",
+                                                 stages)
         heads, _ = attention_core(recipe, q_heads, k_heads, v_heads, head_mask, dims, core)
         stages.update({name: value for name, value in core.items() if name != "output"},
                       heads=heads)

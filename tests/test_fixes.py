@@ -28,7 +28,6 @@ SENTENCE_ONLY = {
     "mask-misbroadcast": "no line computes a value of its own: the broadcast happens inside "
                          "the masking call",
     "rope-halves-not-interleaved": "the pairing is spread over the slicing and the writing back",
-    "rope-rotation-reversed": "both rotated features of a pair change sign, often on two lines",
     "rope-no-rotation-partner": "the partner must be brought in, a new term on each line",
     "rope-before-head-split": "the rotation moves after the split, from one line to another",
     # tiled attention: each lives in a loop's update of running quantities, written in many

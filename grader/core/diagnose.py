@@ -206,8 +206,26 @@ def _every_batched_call_failed(matcher: _Matcher, probes: Sequence[Probe],
     ran = {"masked" in probes[i].tags for i in unbatched if matcher.outcomes[i].ok}
     batched = [i for i in indices if probes[i].batched and ("masked" in probes[i].tags) in ran
                and matcher.variant_outputs(recipe, i) is not None]
+    failed_2d = _failures(matcher.outcomes, unbatched)
     return bool(batched) and all(
-        matcher.outcomes[i].error_kind in CRASHES | {"wrong-shape"} for i in batched)
+        matcher.outcomes[i].error_kind in CRASHES | {"wrong-shape"}
+        and _failure(matcher.outcomes[i]) not in failed_2d for i in batched)
+
+
+def _failure(outcome: CallOutcome) -> tuple[str, str] | None:
+    """Where and how a call raised: its last traceback line into the submission's code and
+    the exception's type (None for a call that did not raise)."""
+    if outcome.error_kind != "runtime-error":
+        return None
+    lines = outcome.message.strip().splitlines()
+    frames = [line for line in lines if line.startswith('  File "')]
+    return (frames[-1] if frames else "", lines[-1].split(":")[0] if lines else "")
+
+
+def _failures(outcomes: Sequence[CallOutcome], indices: Sequence[int]) -> set[tuple[str, str]]:
+    """How the calls ``indices`` raised: a batched call that fails the same way as a 2-D one
+    shows a mistake of the 2-D code, not of its batching."""
+    return {f for f in (_failure(outcomes[i]) for i in indices) if f is not None}
 
 
 def _batch_fallback(matcher: _Matcher, probes: Sequence[Probe],
@@ -225,8 +243,11 @@ def _batch_fallback(matcher: _Matcher, probes: Sequence[Probe],
     # a batched probe counts against batching only where the same kind of 2-D probe (masked or
     # not) ran: code that fails on every masked probe has a masking problem, not a batch one
     ran = {"masked" in probes[i].tags for i in unbatched if matcher.outcomes[i].ok}
+    failed_2d = _failures(matcher.outcomes, unbatched)
     fails_batched = any(
         ("masked" in probes[i].tags) in ran
         and (matcher.outcomes[i].error_kind in CRASHES or (matcher.ratio(recipe, i) or 0.0) > 1.0)
+        and (_failure(matcher.outcomes[i]) is None
+             or _failure(matcher.outcomes[i]) not in failed_2d)
         for i in batched)
     return recipe if fails_batched else None

@@ -21,7 +21,10 @@ from grader.core.locate import quote, same, stage_words, stages_of
 from grader.model import Array, CallOutcome, Probe, SourcePlace, TracedValue
 
 #: stages a correct submission may compute differently (any shift works before the softmax)
-OPTIONAL = frozenset({"shifted", "exponentials"})
+#: (and a mask may be built from positions compared in any form, or none)
+#: (the values "after RoPE" are the values: RoPE never turns them)
+OPTIONAL = frozenset({"shifted", "exponentials", "query_positions", "key_positions",
+                      "v_rotated"})
 
 
 @dataclass(frozen=True)

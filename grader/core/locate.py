@@ -50,7 +50,8 @@ SHARED_STAGE_WORDS: Mapping[str, str] = {
     "q": "the projected queries", "k": "the projected keys", "v": "the projected values",
     "input": "a change to an input array", "shifted": "the shifted scores",
     "q_heads": "the queries split into heads", "k_heads": "the keys split into heads",
-    "v_heads": "the values split into heads", "scores": "the scores",
+    "v_heads": "the values split into heads", "q_rotated": "the rotated queries",
+    "k_rotated": "the rotated keys", "v_rotated": "the rotated values", "scores": "the scores",
     "scaled": "the scaled scores", "masked": "the masked scores",
     "exponentials": "the exponentials", "softmax": "the softmax weights",
     "weights": "the attention weights", "heads": "the heads' outputs",
@@ -154,11 +155,110 @@ def located(finding: Finding, assignment: Assignment, probes: Sequence[Probe],
         return dataclasses.replace(finding, place=place, fix=_unused_fix(place))
     if place is None and from_failed_calls:
         return _where_batches_fail(assignment, probes, outcomes, finding, sources)
+    if place is not None and place.computes in _COMPARED.values():
+        return dataclasses.replace(finding, place=place,
+                                   fix=_positions_fix(assignment, probes, recipe, place))
+    table = _doubled_table(assignment, probes, outcomes, recipe, place, sources) \
+        if place is not None and finding.id == _HALVES else None
+    if table is not None:
+        return dataclasses.replace(finding, place=place, fix=table)
+    if place is not None and finding.id in _IN_COMPLEX_TERMS and _complex(place):
+        return dataclasses.replace(finding, place=place, fix=_IN_COMPLEX_TERMS[finding.id].format(
+            where=line_words(place.cell, place.line).capitalize()))
     thrown = _thrown_away_before(place, sources) if place is not None else None
     if thrown is not None:  # the step may be written, its result never kept: say so first
         row_fix = catalogue.wording(finding.id, assignment.wording_terms()).fix
         return dataclasses.replace(finding, place=place, fix=f"{thrown} {row_fix}")
     return dataclasses.replace(finding, place=place)
+
+
+#: the fix of a mistake quoted on a line that computes with complex numbers (a RoPE that turns
+#: each pair x1 + i x2 by a unit number), in those terms: such code has no sine terms
+_IN_COMPLEX_TERMS = {
+    "rope-rotation-reversed":
+        "{where} turns each pair, as the complex number x1 + i x2, by exp(-i a): that is a "
+        "rotation by -a. Multiply by exp(+i a) instead (`np.exp(1j * a)`, or "
+        "`torch.polar(ones, a)`), which turns it by +a.",
+}
+
+
+def _complex(place: SourcePlace) -> bool:
+    """Does the quoted line compute with complex numbers (the values of its stage were traced
+    as complex: ``rotations``; or it multiplies by an imaginary unit or builds a polar)?"""
+    return place.computes == stage_words().get("rotations") or bool(
+        re.search(r"\b1j\b|\bpolar\(|\bview_as_complex\(|\bcomplex\(", place.code))
+
+
+#: the RoPE row whose table of angles, doubled for one layout, is told with the quoted line
+_HALVES = "rope-halves-not-interleaved"
+
+
+def _doubled_table(assignment: Assignment, probes: Sequence[Probe],
+                   outcomes: Sequence[CallOutcome], recipe: Mapping[str, str],
+                   place: SourcePlace, sources: Sequence[str]) -> str | None:
+    """For RoPE code that turns feature i with feature i + d/2: the line that doubled its
+    (n, d/2) angles into an (n, d) table (two halves, or each angle twice in a row), found
+    among the traced values (the angles, or their cosines or sines), told with the quoted line
+    and the results the assignment's layout computes; None when no line made such a table."""
+    for probe, outcome in zip(probes, outcomes):
+        if not (probe.traced and outcome.traced):
+            continue
+        table = stages_of(assignment, recipe, probe).get("angle_table")
+        if table is None:
+            continue
+        forms = (table, np.cos(table), np.sin(table))
+        made = next((t for t in outcome.traced if not t.changes_input and t.line != place.line
+                     and any(_same(t.array, form) for form in forms)), None)
+        if made is None:
+            continue
+        line = quote(made.cell, made.line, "", sources)
+        if line is None:
+            return None
+        halves = recipe.get("rope_pairs") == "halves"
+        layout = ("lays the d/2 angles out as two halves (angle i at features i and i + d/2), "
+                  "and" if halves else "gives each angle to two neighbouring features, as this "
+                  "assignment's layout needs; but")
+        where = line_words(place.cell, place.line)
+        does = ("turns feature i with feature i + d/2" if recipe.get("rope_partner", "mixed")
+                == "mixed" else "computes on that layout")
+        return (f"{line_words(line.cell, line.line).capitalize()}, `{line.code}`, {layout} "
+                f"{where} {does}. Turn neighbours instead: "
+                "with `x1, x2 = x[..., 0::2], x[..., 1::2]` and `cos`, `sin` of the (n, d/2) "
+                "angles, the results are `x1 * cos - x2 * sin` in the even features "
+                "(`out[..., 0::2]`) and `x1 * sin + x2 * cos` in the odd ones "
+                "(`out[..., 1::2]`).")
+    return None
+
+
+#: the stages of a mask built by comparing positions, as a report tells them
+_COMPARED = {"query_positions": "the query positions the mask compares",
+             "key_positions": "the key positions the mask compares"}
+
+
+def _positions_fix(assignment: Assignment, probes: Sequence[Probe], recipe: Mapping[str, str],
+                   place: SourcePlace) -> str:
+    """The fix of a line that computed the positions a mask compares, shifted: by how much, as
+    the values show (the recipe's positions against the correct ones, on a traced call)."""
+    stage = next(name for name, words in _COMPARED.items() if words == place.computes)
+    correct = {knob: choice for knob, choice in recipe.items() if not knob.startswith("mask_")}
+    shift = 0.0
+    for probe in (p for p in probes if p.traced):
+        mistaken, right = stages_of(assignment, recipe, probe), stages_of(assignment, correct,
+                                                                            probe)
+        if stage in mistaken and stage in right and mistaken[stage].size and \
+                not np.array_equal(mistaken[stage], right[stage]):
+            shift = float((mistaken[stage] - right[stage]).flat[0])
+            break
+    where = line_words(place.cell, place.line).capitalize()
+    rule = ("query i sits at position m - n + i (i when m = n), key j at position j, and a "
+            "query may see every key up to its own position, itself included (`key <= query`)")
+    if abs(shift) != 1:
+        return (f"{where} counts the query positions from 0, as if no keys came before the "
+                f"queries: {rule}. Start them at m - n (`np.arange(m - n, m)`).")
+    whose = "each query's" if stage == "query_positions" else "each key's"
+    off = "one more than" if shift == 1 else "one less than"
+    return (f"{where} makes {whose} position {off} it is: {rule}. Compute the positions "
+            "without that step of one and keep the comparison as it is.")
 
 
 #: array methods and functions that return a new array and change nothing: a statement that
@@ -190,6 +290,37 @@ def _thrown_away_before(place: SourcePlace, sources: Sequence[str]) -> str | Non
                 keep = f" (`{target} = {code}`)" if target and "\n" not in code else ""
                 return (f"{line_words(place.cell, statement.lineno).capitalize()}, `{code}`, "
                         f"computes a new array and throws it away: keep its result{keep}.")
+    return None
+
+
+def _dropped_after(place: Place, sources: Sequence[str]) -> SourcePlace | None:
+    """A skipped step written just below the line whose value went on in its place, as a
+    statement that computes from that line's name and keeps nothing (``scores + mask`` alone on
+    its line): quoted as the step's line whose value nothing uses, fixed by keeping it under
+    that name. None when there is no such statement."""
+    source = sources[(place.cell or 1) - 1] if sources else ""
+    tree = _parsed(source)
+    if tree is None:
+        return None
+    assigned = [node for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                and node.lineno == place.line and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)]
+    if not assigned:
+        return None
+    name = assigned[0].targets[0].id  # type: ignore[attr-defined]
+    for statement in ast.walk(tree):
+        if not (isinstance(statement, ast.Expr)
+                and isinstance(statement.value, (ast.BinOp, ast.Call))
+                and 0 < statement.lineno - place.line <= _THROWN_WITHIN
+                and statement.lineno == statement.end_lineno
+                and any(isinstance(node, ast.Name) and node.id == name
+                        for node in ast.walk(statement.value))):
+            continue
+        quoted = quote(place.cell, statement.lineno, stage_words()[place.stage] + UNUSED, sources)
+        code = ast.get_source_segment(source, statement.value)
+        if quoted is None or code is None:
+            return None
+        return dataclasses.replace(quoted, unused=True, fixed=f"{name} = {code}")
     return None
 
 
@@ -243,6 +374,9 @@ def _quoted(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[
         return None
     if place.unused:
         return _unused(place, sources)
+    dropped = _dropped_after(place, sources) if place.used is not None else None
+    if dropped is not None:
+        return dropped
     computes = stage_words()[place.stage]
     if place.used is not None:
         computes = f"{stage_words().get(place.used, place.used)}, used as {computes}"
@@ -289,6 +423,9 @@ def _where_batches_fail(assignment: Assignment, probes: Sequence[Probe],
                        "the first line that fails on batched inputs", sources)
         if quoted is None:
             continue
+        made = _made_two_d(assignment, probes, outcomes, quoted, outcome, probe, sources)
+        if made is not None:
+            return dataclasses.replace(finding, place=made[0], fix=made[1])
         quoted = with_literal_fix(quoted, assignment, finding.id, "batch", sources)
         if quoted.fixed is not None:
             also = [with_literal_fix(other, assignment, finding.id, "batch", sources)
@@ -302,6 +439,10 @@ def _where_batches_fail(assignment: Assignment, probes: Sequence[Probe],
         error = outcome.message.strip().splitlines()[-1].rstrip(".")
         fix = (f"{where.capitalize()} works on 2-D inputs only: " + "; ".join(reasons) + "."
                if reasons else
+               f"{where.capitalize()} fails on inputs with leading batch dimensions ({error}). "
+               "It already works from the last axes: one of the arrays it uses was made "
+               "without the input's leading axes; give that array the input's shape."
+               if _indexes_from_the_end(quoted.code) else
                f"{where.capitalize()} fails on inputs with leading batch dimensions ({error}): "
                "write it with operations that act on the last two axes, whatever comes "
                "before them.")
@@ -310,6 +451,87 @@ def _where_batches_fail(assignment: Assignment, probes: Sequence[Probe],
 
 
 _TARGET = re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<rhs>[^=].*)$")
+
+
+def _indexes_from_the_end(code: str) -> bool:
+    """Does the line index its arrays with ``...`` (``out[..., t, i] = x[..., t, i]``), so that
+    whatever comes before the last axes rides along on the line itself?"""
+    try:
+        tree = ast.parse(code.strip())
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    return any(isinstance(node, ast.Subscript) and any(
+        isinstance(part, ast.Constant) and part.value is Ellipsis
+        for part in ast.walk(node.slice)) for node in ast.walk(tree))
+
+#: the errors of values written into an array too small for them (NumPy, torch)
+_WRITTEN_INTO = re.compile(r"could not broadcast input array from shape|"
+                           r"expanded size of the tensor|shape mismatch: value tensor")
+#: the functions that make a new array of a shape given in numbers, and their "_like" form
+_MADE_OF_SHAPE = {"zeros": "zeros_like", "empty": "empty_like", "ones": "ones_like"}
+
+
+def _made_two_d(assignment: Assignment, probes: Sequence[Probe],
+                outcomes: Sequence[CallOutcome], failing: SourcePlace, outcome: CallOutcome,
+                batched: Probe, sources: Sequence[str]) -> tuple[SourcePlace, str] | None:
+    """A batched call that failed writing into an array (``out[..., t, i] = ...``) too small
+    for what it writes, where that array was made with a fixed 2-D shape (``out = np.zeros((n,
+    d))``, as the 2-D traced calls show: the array that line made had the output's shape): the
+    line that made it, quoted, with a fix that makes it the input's shape. None otherwise."""
+    if not _WRITTEN_INTO.search(outcome.message):
+        return None
+    source = sources[(failing.cell or 1) - 1] if sources else ""
+    made = _array_made_for(source, failing.line)
+    if made is None:
+        return None
+    name, line, function, module = made
+    shapes = [o.output.shape for p, o in zip(probes, outcomes)
+              if p.traced and o.ok and o.output is not None]
+    traced = [t for p, o in zip(probes, outcomes) if p.traced for t in o.traced
+              if t.cell == failing.cell and t.line == line]
+    if not shapes or not any(t.array.ndim == 2 and t.array.shape in shapes for t in traced):
+        return None
+    quoted = quote(failing.cell, line, "an array of the 2-D output's shape", sources)
+    arrays = [(arg, a) for arg, a in zip(assignment.arg_names, batched.args)
+              if isinstance(a, np.ndarray) and a.ndim > 2]
+    if quoted is None or not arrays:
+        return None
+    arg, example = arrays[0]
+    arg = student_names(assignment, sources).get(arg, arg)
+    fixed = f"{name} = {module}.{_MADE_OF_SHAPE[function]}({arg})"
+    error = outcome.message.strip().splitlines()[-1].rstrip(".")
+    fix = (f"{line_words(quoted.cell, line).capitalize()} makes `{name}` a 2-D array whatever "
+           f"the input's shape: on a batched input of shape {tuple(example.shape)} it is "
+           f"still 2-D, and {line_words(failing.cell, failing.line)}, which writes one batch "
+           f"of values into it, fails ({error}). Make it the input's shape: `{fixed}`.")
+    return dataclasses.replace(quoted, fixed=fixed), fix
+
+
+def _array_made_for(source: str, line: int) -> tuple[str, int, str, str] | None:
+    """For a line that writes into ``name[...]``: the name, the line above it in the same
+    function that made that array with ``np.zeros/empty/ones(shape)`` (or torch's), the
+    function and its module; None if there is no such line."""
+    tree = _parsed(source)
+    if tree is None:
+        return None
+    stores = [node for node in ast.walk(tree) if isinstance(node, ast.Assign)
+              and node.lineno == line and len(node.targets) == 1
+              and isinstance(node.targets[0], ast.Subscript)
+              and isinstance(node.targets[0].value, ast.Name)]
+    if not stores:
+        return None
+    name = stores[0].targets[0].value.id  # type: ignore[attr-defined]
+    made = [node for node in ast.walk(tree) if isinstance(node, ast.Assign)
+            and node.lineno < line and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name]
+    if not made:
+        return None
+    call = max(made, key=lambda node: node.lineno).value
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+            and isinstance(call.func.value, ast.Name) and call.func.attr in _MADE_OF_SHAPE
+            and call.func.value.id in ("np", "numpy", "torch")):
+        return None
+    return name, call.lineno, call.func.attr, call.func.value.id
 
 
 def _unused(place: Place, sources: Sequence[str]) -> SourcePlace | None:
@@ -364,6 +586,7 @@ def _first_place(assignment: Assignment, probe: Probe, traced: Sequence[TracedVa
     unused = _unused_value(traced, mistaken, correct, inputs)
     if unused is not None:
         return unused
+    right_forms = [form for other in correct_path.values() for form in _mask_forms(other)]
     for stage in allowed:  # the row's order: where the mistake is best pointed at first
         value = mistaken.get(stage)
         if value is None or (stage in correct and _same(value, correct[stage])):
@@ -371,13 +594,27 @@ def _first_place(assignment: Assignment, probe: Probe, traced: Sequence[TracedVa
         # a skipped step (no scaling, no mask, no W_o) leaves a value the correct path has
         # too, at an earlier stage: the line that computes it is the one the step belongs after
         used = next((name for name, other in correct_path.items() if _same(value, other)), None)
+        # (a mask's other forms only where no form of a right value is the same array)
+        others = _mask_forms(value)[1:] if used is None else ()
         hits = [(t.depth if used or at_call else 0, order, t) for order, t in enumerate(traced)
-                if not t.changes_input and _same(t.array, value)
-                and (used or not any(_same(t.array, o) for o in correct_path.values()))]
+                if not t.changes_input and (
+                    (_same(t.array, value)
+                     and (used or not any(_same(t.array, o) for o in correct_path.values())))
+                    or (any(_same(t.array, form) for form in others)
+                        and not any(_same(t.array, o) for o in right_forms)))]
         if hits:  # made first (a mistake) or, for a skipped step, made by the outermost code
             best = min(hits, key=lambda hit: hit[:2])[2]
             return Place(best.cell, best.line, stage, used)
     return None
+
+
+def _mask_forms(value: Array) -> tuple[Array, ...]:
+    """A stage's value and, for a mask (only 0 and 1), the same mask in its other forms: the
+    blocked positions (1 - keep) and the additive bias (0 kept, -inf blocked). Code that builds
+    the blocked part, or the bias, computes the same mistake in that form."""
+    if not value.size or value.dtype.kind != "f" or not np.isin(value, (0.0, 1.0)).all():
+        return (value,)
+    return value, 1.0 - value, np.where(value > 0.5, 0.0, -np.inf)
 
 
 def _unused_value(traced: Sequence[TracedValue], mistaken: Mapping[str, Array],

@@ -48,7 +48,8 @@ def _framework_array(value):
 
 def _as_float_array(value):
     """A copy of ``value`` (numbers or booleans: a mask is a value too) as a float NumPy array,
-    or None."""
+    or None. A complex array is kept as its real and imaginary parts on a last axis of 2 (the
+    pairs a complex RoPE turns, and the unit numbers it turns them by)."""
     if isinstance(value, _ndarray):
         array = value
     else:
@@ -58,8 +59,10 @@ def _as_float_array(value):
             return None
         if array is None:
             return None
-    if array.dtype.kind not in "biuf" or array.size > MAX_ELEMENTS or array.ndim == 0:
+    if array.dtype.kind not in "biufc" or array.size > MAX_ELEMENTS or array.ndim == 0:
         return None
+    if array.dtype.kind == "c":
+        return np.stack([array.real, array.imag], axis=-1).astype(np.float64)
     return _array(array)
 
 

@@ -120,7 +120,9 @@ def unexpressible(interface: Interface, canonical: dict[str, Any],
     return None
 
 
-STAGE_WORDS = {"causal_mask": "the causal mask"}
+STAGE_WORDS = {"causal_mask": "the causal mask",
+               "query_positions": "the query positions the mask compares",
+               "key_positions": "the key positions the mask compares"}
 
 
 TASK = Task("causal_mask", causal_mask.reference, causal_mask.pipeline, make_probes, CONCEPTS,

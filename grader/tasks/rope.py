@@ -99,7 +99,7 @@ def unexpressible(interface: Interface, canonical: dict[str, Any],
 
 #: what the stages of its pipeline are, in a sentence's words (``grader.core.locate``)
 STAGE_WORDS = {"positions": "the positions", "frequencies": "the frequencies",
-               "angles": "the angles"}
+               "angles": "the angles", "rotations": "the complex numbers that turn the pairs"}
 
 
 TASK = Task("rope", rope.reference, rope.pipeline, make_probes, CONCEPTS, _rope_fields,

@@ -585,6 +585,17 @@ ROWS: tuple[Misconception, ...] = (
         detector="batch",
         fix=('Use `np.swapaxes(K, -1, -2)` instead of `K.T`, `axis=-1` instead of a fixed '
              'axis number, and `shape[-1]` instead of `shape[1]`.'),
+        in_conventions=MappingProxyType({
+            "task:rope": Wording(
+                "Right on 2-D inputs, wrong or failing with leading batch dimensions",
+                "RoPE is applied to arrays of shape (..., n, d): one sequence, or a batch of "
+                "them, or every head at once. Everything it makes and indexes follows the last "
+                "two axes: the positions run along axis -2, the pairs along axis -1 "
+                "(`x[..., 0::2]`), and the output has the input's own shape, whatever comes "
+                "before them.",
+                "Index the features from the end (`x[..., 0::2]`, `x.shape[-2]`) and make the "
+                "output the input's shape (`np.empty_like(x)`), not `(n, d)`."),
+        }),
         rewrites=(edits.last_two_axes,),
     ),
 )

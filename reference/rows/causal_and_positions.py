@@ -64,7 +64,7 @@ ROWS: tuple[Misconception, ...] = (
         fix="Include the diagonal: `np.tril(ones, k=0)` keeps it (a blocked mask is "
             "`np.triu(ones, k=1)`, not `k=0`).",
         question_bank_in=MappingProxyType({"task:causal_mask": ("B-25",)}),
-        stages=("causal_mask", "masked", "output"),
+        stages=("query_positions", "key_positions", "causal_mask", "masked", "output"),
         rewrites=(edits.diagonal_up,),
     ),
     Misconception(
@@ -79,7 +79,7 @@ ROWS: tuple[Misconception, ...] = (
         fix="Stop the triangle at the diagonal: `np.tril(ones, k=0)` (blocked part "
             "`np.triu(ones, k=1)`).",
         question_bank_in=MappingProxyType({"task:causal_mask": ()}),
-        stages=("causal_mask", "masked", "output"),
+        stages=("query_positions", "key_positions", "causal_mask", "masked", "output"),
         rewrites=(edits.diagonal_down,),
     ),
     Misconception(
@@ -97,7 +97,7 @@ ROWS: tuple[Misconception, ...] = (
         fix="Offset the diagonal by the m - n cached positions: `np.tril(np.ones((n, m)), "
             "k=m - n)`.",
         question_bank_in=MappingProxyType({"task:causal_mask": ()}),
-        stages=("output",),
+        stages=("query_positions", "output"),
         rewrites=(edits.bottom_right,),
     ),
     Misconception(
@@ -210,11 +210,12 @@ ROWS: tuple[Misconception, ...] = (
         "layout some libraries use) is a different layout, and not the one this assignment "
         "asks for.",
         ("A-err-4", "A-why-6"),
-        variants_of("rope_pairs", "halves", "interleaved_in_halves", only=ROPE_CSA),
+        variants_of("rope_pairs", "halves", "interleaved_in_halves", "halves_partner",
+                    only=ROPE_CSA),
         "your rotation pairs feature i with feature i + d/2 instead of 2i with 2i + 1",
-        fix="Rotate neighbours: `x1, x2 = x[..., 0::2], x[..., 1::2]`, and write the results "
-            "back to `out[..., 0::2]` and `out[..., 1::2]`.",
-        stages=("q_heads", "k_heads", "output"),
+        fix="Rotate neighbours, `x1, x2 = x[..., 0::2], x[..., 1::2]`: `out[..., 0::2] = x1 * "
+            "cos - x2 * sin` and `out[..., 1::2] = x1 * sin + x2 * cos`.",
+        stages=("q_rotated", "k_rotated", "output"),
         in_conventions=MappingProxyType({
             "pairs:halves": Wording(
                 "Your RoPE rotates neighbouring features (2i, 2i + 1) instead of (i, i + d/2)",
@@ -230,16 +231,17 @@ ROWS: tuple[Misconception, ...] = (
     Misconception(
         "rope-rotation-reversed",
         "Your RoPE rotates by minus the angle",
-        "A rotation by angle a maps (x1, x2) to (x1 cos a - x2 sin a, x1 sin a + x2 cos a). "
-        "With the signs of the sine terms swapped each pair turns the other way: relative "
-        "positions come out with the wrong sign, and the embedding no longer matches this "
-        "definition.",
+        "A rotation by angle a maps (x1, x2) to (x1 cos a - x2 sin a, x1 sin a + x2 cos a), "
+        "the complex number x1 + i x2 times exp(i a). Turned by -a instead (the sine terms' "
+        "signs swapped, or exp(-i a)), each pair turns the other way: relative positions come "
+        "out with the wrong sign, and the embedding no longer matches this definition.",
         ("A-why-6",),
         variants_of("rope_sign", "reversed", only=ROPE_CSA),
-        "your pairs turn by -a: the signs of your sine terms are swapped",
+        "your pairs turn by -a instead of a",
         fix="Use `x1 * cos - x2 * sin` for the first feature of a pair and "
             "`x1 * sin + x2 * cos` for the second.",
-        stages=("q_heads", "k_heads", "output"),
+        stages=("rotations", "q_rotated", "k_rotated", "output"),
+        rewrites=(edits.positive_angle,),
     ),
     Misconception(
         "rope-frequency-missing-two",
@@ -252,7 +254,7 @@ ROWS: tuple[Misconception, ...] = (
         "your frequencies are theta**(-i/d), not theta**(-2i/d)",
         fix="Double the exponent: `theta ** (-2 * i / d)` for pair i (or "
             "`theta ** (-np.arange(0, d, 2) / d)`).",
-        stages=("frequencies", "angles", "q_heads", "k_heads", "output"),
+        stages=("frequencies", "angles", "q_rotated", "k_rotated", "output"),
         rewrites=(edits.double_exponent,),
     ),
     Misconception(
@@ -280,7 +282,7 @@ ROWS: tuple[Misconception, ...] = (
         "each of your output features depends only on the same input feature",
         fix="Mix in the partner: a pair (a, b) becomes (`a * cos - b * sin`, "
             "`a * sin + b * cos`), with a = `x[..., 0::2]`, b = `x[..., 1::2]`.",
-        stages=("q_heads", "k_heads", "output"),
+        stages=("q_rotated", "k_rotated", "output"),
     ),
     Misconception(
         "rope-on-values",
@@ -294,7 +296,7 @@ ROWS: tuple[Misconception, ...] = (
         "your values are rotated as well as the queries and keys",
         fix="Apply RoPE to the queries and keys only: `q, k = rope(q), rope(k)`; leave `v` as "
             "it is.",
-        stages=("v_heads", "heads", "output"),
+        stages=("v_rotated", "heads", "output"),
         at_call=True,
         rewrites=(edits.values_unrotated,),
     ),
@@ -311,7 +313,7 @@ ROWS: tuple[Misconception, ...] = (
         "d_k = {d_k}",
         fix="Split into heads first, then rotate each head's queries and keys over its d_k "
             "features.",
-        stages=("q", "k", "q_heads", "k_heads", "scores", "output"),
+        stages=("q_rotated", "k_rotated", "q_heads", "k_heads", "scores", "output"),
         at_call=True,
     ),
 )

@@ -40,10 +40,22 @@ def causal_keep(recipe: Recipe, n: int, m: int) -> Array:
     return ~keep if choice(recipe, "mask_polarity") == "inverted" else keep
 
 
+def _compared_positions(recipe: Recipe, n: int, m: int) -> dict[str, Array]:
+    """The positions a mask built by comparison compares, as the recipe shifts them: the
+    queries' (n, 1), the last key each may see, and the keys' (1, m). A diagonal one step off
+    is written on one side or the other, so each side is a stage with the whole shift on it:
+    the line that computed the shifted one is where the mistake enters."""
+    offset = m - n if choice(recipe, "mask_align") == "bottom_right" else 0
+    shift = _DIAGONAL_SHIFT[choice(recipe, "mask_diagonal")]
+    return {"query_positions": (np.arange(n)[:, None] + offset + shift).astype(np.float64),
+            "key_positions": (np.arange(m)[None, :] - shift).astype(np.float64)}
+
+
 def pipeline(recipe: Recipe, n: int, m: int | None = None,
              record: Stages | None = None) -> tuple[Array]:
     """The ``causal_mask`` task under ``recipe``, as 1.0 (keep) and 0.0 (blocked)."""
-    keep = causal_keep(recipe, n, n if m is None else m).astype(np.float64)
+    m = n if m is None else m
+    keep = causal_keep(recipe, n, m).astype(np.float64)
     if record is not None:
-        record["output"] = keep
+        record.update(_compared_positions(recipe, n, m), output=keep)
     return (keep,)

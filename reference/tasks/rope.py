@@ -66,9 +66,22 @@ def rotated(recipe: Recipe, x: Array, positions: Array | None = None, theta: flo
                       angles=angle)
     if choice(recipe, "rope_sign") == "reversed":
         sin = -sin
-    halves = choice(recipe, "rope_pairs") == "halves"
-    first, second = (x[..., : d // 2], x[..., d // 2:]) if halves else (x[..., 0::2], x[..., 1::2])
+    if record is not None:  # the unit complex numbers exp(i a) the pairs are multiplied by
+        record["rotations"] = np.stack([cos, sin], axis=-1)
+    pairs = choice(recipe, "rope_pairs")
+    if record is not None:  # the (n, d) table of angles, doubled the way the layout reads it
+        record["angle_table"] = (np.concatenate([angle, angle], axis=-1) if pairs == "halves"
+                                 else np.repeat(angle, 2, axis=-1))
     partner = choice(recipe, "rope_partner")
+    if pairs == "halves_partner" and partner == "mixed":
+        # a table for neighbours (each angle twice in a row) with rotate-half's partner i + d/2
+        half = np.concatenate([-x[..., d // 2:], x[..., : d // 2]], axis=-1)
+        out = x * np.repeat(cos, 2, axis=-1) + half * np.repeat(sin, 2, axis=-1)
+        if record is not None:
+            record["output"] = out
+        return out
+    halves = pairs in ("halves", "halves_partner")
+    first, second = (x[..., : d // 2], x[..., d // 2:]) if halves else (x[..., 0::2], x[..., 1::2])
     if partner == "mixed":
         new_first, new_second = first * cos - second * sin, first * sin + second * cos
     elif partner == "none_signed":  # x*cos - x*sin and x*cos + x*sin: signs in the sin table

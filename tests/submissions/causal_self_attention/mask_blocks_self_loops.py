@@ -40,3 +40,4 @@ def causal_self_attention(X, W_q, W_k, W_v, W_o, num_heads, theta=None):
     if X.ndim == 2:
         return one_sequence(X, W_q, W_k, W_v, W_o, num_heads, theta)
     return np.stack([causal_self_attention(x, W_q, W_k, W_v, W_o, num_heads, theta) for x in X])
+# where: causal-mask-blocks-self=30
