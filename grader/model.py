@@ -203,6 +203,9 @@ class RunInfo:
     fatal: GraderError | None = None
     stdout: str = ""
     isolation: tuple[str, ...] = ()
+    #: the tiling check's measured calls (``CallPlan.measured``), in order: the child's
+    #: measurement (``peak.measure``), or why there is none (a sentence)
+    measurements: list[dict[str, Any] | str] = field(default_factory=list)
 
 
 def printable_name(name: str) -> str:

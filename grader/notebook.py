@@ -19,6 +19,7 @@ import signal
 import threading
 import time
 import traceback
+import types
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -199,6 +200,40 @@ def _call_each(function: Callable[..., Any], probes: Sequence[Probe], call_secon
     return outcomes
 
 
+def measure_tiling(function: Callable[..., Any], spec: Any, seed: int,
+                   seconds: float | None = None) -> Any:
+    """The tiling check's measurement of ``function`` (``grader.core.tiling``), in this process:
+    its one call on the measured probe, after the output probes, with its own time limit; or
+    why there is none (a sentence); None when the assignment has no tiling check."""
+    from grader.core import tiling
+    from grader.sandbox import interface, peak
+    from grader.sandbox.returns import check_binding, to_arrays
+
+    probes = tiling.probes_of(spec, seed)
+    if not probes:
+        return None
+    args, _ = _copy_args(probes[0])
+    calling = spec.calling()
+    invoke = interface.invoker(function, calling.get("interface"), calling.get("task"),
+                               to_arrays, check_binding)
+    loaded = getattr(function, "__globals__", {})
+    frameworks = [name for name in peak.UNTRACED_FRAMEWORKS
+                  if any(getattr(v, "__name__", "").split(".")[0] == name
+                         for v in list(loaded.values()) if isinstance(v, types.ModuleType))]
+    limit = tiling.SECONDS if seconds is None else seconds
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _, measured = _with_deadline(limit, lambda: peak.measure(lambda: invoke(args)))
+    except _CallTimeout:
+        return f"the call did not return within {limit:g} s"
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the student's function may raise anything
+        return f"the call raised {type(exc).__name__}"
+    return {**measured, "frameworks": frameworks}
+
+
 def source_file(target: Any) -> str | None:
     """The file (a notebook cell's, in a kernel) where the function, or the class's
     ``forward``, is defined."""
@@ -272,7 +307,8 @@ def grade_function(function: Callable[..., Any], assignment: str, *,
     outcomes = call_probes(function, probes, spec.calling())
     home = source_file(function)
     source = "".join(linecache.getlines(home)) if home else ""
-    report = evaluate(spec, probes, outcomes, [], metadata, sources=(source,) if source else ())
+    report = evaluate(spec, probes, outcomes, [], metadata, sources=(source,) if source else (),
+                      measurement=measure_tiling(function, spec, seed))
     report["metadata"]["duration_seconds"] = round(time.monotonic() - started, 3)
     validate(report)
     return report
@@ -300,6 +336,8 @@ def grade_file(path: str | Path, assignment: str, *,
     name = printable_name(submission.path.name)
     probes = spec.probes(seed)
 
+    measured: list[Any] = []
+
     def run(sources: tuple[str, ...]) -> list[CallOutcome]:
         source, = sources
         namespace: dict[str, Any] = {"__builtins__": builtins, "__file__": name,
@@ -307,8 +345,10 @@ def grade_file(path: str | Path, assignment: str, *,
         with warnings.catch_warnings(record=True):  # what the sandbox's child prints, not shown
             warnings.simplefilter("default")
             exec(compile(source, name, "exec", dont_inherit=True), namespace)
-            return call_probes(namespace[spec.function], probes, spec.calling(),
-                               student_file=name)
+            outcomes = call_probes(namespace[spec.function], probes, spec.calling(),
+                                   student_file=name)
+            measured[:] = [measure_tiling(namespace[spec.function], spec, seed)]
+            return outcomes
 
     def regrade(sources: tuple[str, ...]) -> dict[str, Any]:
         """The code with a literal fix applied, graded again (as the sandbox's grade does)."""
@@ -316,11 +356,13 @@ def grade_file(path: str | Path, assignment: str, *,
             outcomes = run(sources)
         except Exception:  # noqa: BLE001 - a fix that breaks loading is a fix that failed
             return {"status": "error", "score": 0.0, "misconceptions": []}
-        return evaluate(spec, probes, outcomes, [], base_metadata(seed, ""), sources=())
+        return evaluate(spec, probes, outcomes, [], base_metadata(seed, ""), sources=(),
+                        measurement=measured[0])
 
     metadata = {**base_metadata(seed, name, spec.function), "isolation": ["none: in-process"]}
-    report = evaluate(spec, probes, run(submission.sources), [], metadata,
-                      sources=submission.sources)
+    outcomes = run(submission.sources)
+    report = evaluate(spec, probes, outcomes, [], metadata, sources=submission.sources,
+                      measurement=measured[0])
     report = check_fixes(report, submission.sources, regrade)
     report["metadata"]["duration_seconds"] = round(time.monotonic() - started, 3)
     return report

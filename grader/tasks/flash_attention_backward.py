@@ -14,7 +14,7 @@ from grader.model import Array, Probe
 from grader.tasks import flash_attention_forward as forward_task
 from grader.tasks.attention_backward import directional_check, gradient
 from reference.tasks import flash_attention_backward as flash
-from reference.tasks.flash_attention_forward import flash_attention_forward
+from reference.tasks.flash_attention_forward import flash_attention_forward, flash_attention_tiled
 
 
 def _with_forward(make: Maker, pid: str, q: Array, k: Array, v: Array, *extra: object,
@@ -133,5 +133,15 @@ STAGE_WORDS = {
     "dV": "the gradient of V (dV)",
 }
 
+def tiling_call(make: Maker, length: int, width: int, block: int) -> Probe:
+    """The tiling check's call: n = m = ``length``, d = d_v = ``width``, square tiles of
+    ``block``, non-causal, with the reference O and L (computed tile by tile) and a random
+    upstream gradient."""
+    q, k, v = (make.rng.normal(size=(length, width)) for _ in range(3))
+    out, lse = flash_attention_tiled(q, k, v, False, block, block)
+    d_o = make.rng.normal(size=out.shape)
+    return new_probe("tiling", (d_o, q, k, v, out, lse, False, block, block), "tiling")
+
+
 TASK = Task("flash_attention_backward", flash.reference, flash.pipeline, make_probes, CONCEPTS,
-            _fields, stage_words=STAGE_WORDS, diagnosed=GRADIENTS)
+            _fields, stage_words=STAGE_WORDS, diagnosed=GRADIENTS, tiling_call=tiling_call)

@@ -205,6 +205,13 @@ def unknown_rows(recipe: Recipe, probe: Probe) -> Array | None:
 STAGE_WORDS = {"lse": "the logsumexp L"}
 
 
+def tiling_call(make: Maker, length: int, width: int, block: int) -> Probe:
+    """The tiling check's call: n = m = ``length``, d = d_v = ``width``, square tiles of
+    ``block``, non-causal."""
+    q, k, v = (make.rng.normal(size=(length, width)) for _ in range(3))
+    return new_probe("tiling", (q, k, v, False, block, block), "tiling")
+
+
 TASK = Task("flash_attention_forward", flash.reference, flash.pipeline, make_probes, CONCEPTS,
             flash_fields, unknown_rows=unknown_rows, stage_words=STAGE_WORDS,
-            diagnosed=("O", "L"), row_outputs=("L",))
+            diagnosed=("O", "L"), row_outputs=("L",), tiling_call=tiling_call)

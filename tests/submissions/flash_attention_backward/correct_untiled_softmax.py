@@ -1,4 +1,5 @@
 # expect: 
+# fails: tiling (whole matrices: exact, but they materialise the n x m scores)
 import numpy as np
 
 
