@@ -127,3 +127,17 @@ def test_the_tiled_backward_ids_compose(recipe: dict[str, str], named: list[str]
 
 def test_a_file_with_the_tiled_backward_and_its_forward_is_graded_as_the_backward() -> None:
     assert registry.infer({"flash_attention_forward", "flash_attention_backward"}) == TASK
+
+
+def test_an_l_with_a_trailing_axis_is_a_wrong_shape_for_l_alone(graded: Any) -> None:
+    """SPEC: an L of shape (..., n, 1) is a wrong-shape error for L, not a misconception; O is
+    still graded (every value check passes on O)."""
+    from .conftest import SUBMISSIONS
+
+    report = graded(SUBMISSIONS / "flash_attention_forward" / "correct_lse_trailing_axis.py")
+    assert report["misconceptions"] == []
+    [error] = report["errors"]
+    assert error["kind"] == "wrong-shape" and "L has shape (5, 1)" in error["message"]
+    failed = [c["id"] for c in report["checks"] if not c["passed"]]
+    assert failed == ["lse-per-query"]
+    assert all(c["passed"] for c in report["checks"] if c["id"].startswith("values-"))

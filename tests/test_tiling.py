@@ -111,3 +111,64 @@ def test_the_sandbox_measures_inside_the_childs_call(assignment: str, tmp_path: 
     assert not _tiling(untiled)["passed"]
     assert "materialises the n x m score matrix" in _tiling(untiled)["message"]
     assert [c["id"] for c in untiled["checks"] if not c["passed"]] == [tiling.CHECK_ID]
+
+
+#: the multi-part example: a course hands in CS336 assignment 2's two FlashAttention problems
+#: as one file, the forward and the backward graded as two parts of one submission
+FLASH_PARTS = ('[[parts]]\nassignment = "flash_attention_forward"\nweight = 10\n'
+               '[[parts]]\nassignment = "flash_attention_backward"\nweight = 10\n')
+
+
+def _flash_course(tmp_path: Path) -> str:
+    folder = tmp_path / "flash"
+    folder.mkdir()
+    (folder / "assignment.toml").write_text(f'id = "flash"\nkind = "course"\n{FLASH_PARTS}')
+    return str(folder)
+
+
+def _both(tmp_path: Path, forward: str, backward: str) -> Path:
+    path = tmp_path / "flash_attention.py"
+    path.write_text("\n\n".join((SUBMISSIONS / name).read_text() for name in (forward, backward)))
+    return path
+
+
+def test_flash_forward_and_backward_are_two_parts_of_one_notebook(tmp_path: Path) -> None:
+    from grader.core.report import validate
+    from grader.notebook import grade_parts
+
+    namespace: dict[str, Any] = {}
+    for source in ("flash_attention_forward/correct_loops.py",
+                   "flash_attention_backward/backward_missing_d_query_outer.py"):
+        exec(compile((SUBMISSIONS / source).read_text(), str(SUBMISSIONS / source), "exec"),
+             namespace)
+    report = grade_parts(namespace, _flash_course(tmp_path))
+    validate(report)
+    forward, backward = report["parts"]
+    assert forward["score"] == forward["max_score"] == 10.0
+    assert _tiling(forward)["passed"] and _tiling(backward)["passed"]
+    assert [m["id"] for m in backward["misconceptions"]] == ["backward-missing-d"]
+    assert [m["part"] for m in report["misconceptions"]] == ["flash_attention_backward"]
+
+
+@pytest.mark.e2e  # child processes
+def test_flash_forward_and_backward_are_graded_as_two_parts_in_one_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One run of the file (one sandbox session) grades both parts, each with its own tiling
+    measurement: here a tiled forward and a backward that materialises the scores."""
+    from grader import grade, sandbox
+    from grader.core.report import validate
+
+    runs = []
+    real = sandbox.run
+    monkeypatch.setattr(sandbox, "run", lambda *a, **k: runs.append(1) or real(*a, **k))
+    path = _both(tmp_path, "flash_attention_forward/causal_mask_tile_local_loops.py",
+                 "flash_attention_backward/correct_untiled_softmax.py")
+    report = grade(path, assignment=_flash_course(tmp_path))
+    validate(report)
+    assert len(runs) == 1
+    forward, backward = report["parts"]
+    assert [m["id"] for m in forward["misconceptions"]] == ["causal-mask-tile-local"]
+    assert _tiling(forward)["passed"]
+    assert backward["misconceptions"] == [] and not _tiling(backward)["passed"]
+    assert backward["score"] == pytest.approx(backward["max_score"] - 1.0)
+    assert report["max_score"] == 20.0
