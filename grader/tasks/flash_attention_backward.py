@@ -124,7 +124,7 @@ def forward_view(probe: Probe) -> Probe:
 
 
 def _fields(probe: Probe, recipe: Recipe) -> dict[str, object]:
-    return forward_task.flash_fields(forward_view(probe), recipe)
+    return forward_task.flash_fields(forward_view(probe), flash.read_d_form(recipe)[0])
 
 
 STAGE_WORDS = {

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from reference.misconception import Misconception, Variant, Wording, variants_of
+from reference.tasks.flash_attention_backward import weights_d
 
 #: the tasks (``grader/tasks/``) of tiled attention
 FORWARD = ("flash_attention_forward",)
@@ -159,7 +160,8 @@ ROWS: tuple[Misconception, ...] = (
         "are never visited. Count with a ceiling, range(0, n, block_q) or "
         "(n + block_q - 1) // block_q, and cut the last tile short with min(start + block, n).",
         (),
-        variants_of("flash_remainder", "keys", "queries", "both", only=BOTH),
+        variants_of("flash_remainder", "keys", "queries", "both", only=BOTH)
+        + variants_of("flash_remainder", *weights_d("keys", "both"), only=BACKWARD),
         "with blocks of {block_q} x {block_k}, your tiles stop at query {full_q} and key "
         "{full_k} of n = {n}, m = {m}: the rest are never processed",
         fix="Loop over `range(0, n, block_q)` and `range(0, m, block_k)` and end each tile at "
@@ -175,7 +177,9 @@ ROWS: tuple[Misconception, ...] = (
         "keys in their past tiles and see some in their future ones. With a single tile both "
         "agree, which is why small tests pass.",
         ("A-edge-6",),
-        variants_of("flash_mask_tiles", "tile_local", "tile_local_skip", only=BOTH),
+        variants_of("flash_mask_tiles", "tile_local", "tile_local_skip", only=BOTH)
+        + variants_of("flash_mask_tiles", *weights_d("tile_local", "tile_local_skip"),
+                      only=BACKWARD),
         "with tiles of {block_q} x {block_k}, your causal mask repeats the same triangle in "
         "every tile instead of following absolute positions",
         fix="Mask with absolute positions: `keep = (j0 + c) <= (i0 + r) + (m - n)` for the "
@@ -257,7 +261,7 @@ BACKWARD_ROWS: tuple[Misconception, ...] = (
         "are off by a factor of sqrt(d): the recomputed rows no longer sum to one, and dV, dQ "
         "and dK inherit it, although your dQ and dK keep the chain rule's 1/sqrt(d).",
         ("B-4", "B-11"),
-        variants_of("flash_p_scale", "unscaled", only=BACKWARD),
+        variants_of("flash_p_scale", "unscaled", *weights_d("unscaled"), only=BACKWARD),
         "your gradients match weights recomputed as exp(Q K^T - L) in each tile, without the "
         "1/sqrt(d) = 1/{sqrt_d} that L was computed with",
         fix="Recompute each tile's weights from the scaled scores: "
@@ -284,7 +288,7 @@ BACKWARD_ROWS: tuple[Misconception, ...] = (
 #: the IDs of attention that carry over to the tiled backward: their wrong choices there, and
 #: how each is told in a backward that recomputes P from the given L
 CARRIED_BACKWARD: Mapping[str, tuple[tuple[Variant, ...], Wording]] = MappingProxyType({
-    "scale-by-dk": (variants_of("scale", "dk", only=BACKWARD), Wording(
+    "scale-by-dk": (variants_of("scale", "dk", *weights_d("dk"), only=BACKWARD), Wording(
         "You divide the scores by d instead of sqrt(d)",
         "Each score is a dot product over d features and is divided by sqrt(d); L was computed "
         "from those scores. Dividing by d in your backward recomputes every tile's P = "
@@ -294,7 +298,7 @@ CARRIED_BACKWARD: Mapping[str, tuple[tuple[Variant, ...], Wording]] = MappingPro
         "`1 / d`, both where P is recomputed and in dQ and dK.",
         "your scores are divided by d = {d} when P is recomputed and in dQ, dK; the correct "
         "divisor is sqrt(d) = {sqrt_d}")),
-    "no-scaling": (variants_of("scale", "none", only=BACKWARD), Wording(
+    "no-scaling": (variants_of("scale", "none", *weights_d("none"), only=BACKWARD), Wording(
         "You do not scale the scores by 1/sqrt(d) anywhere in the backward",
         "S = Q K^T / sqrt(d) in every tile: L is the logsumexp of those scores, so P = "
         "exp(S - L) needs the factor, and so do dQ = dS K / sqrt(d) and dK = dS^T Q / sqrt(d). "
@@ -303,7 +307,7 @@ CARRIED_BACKWARD: Mapping[str, tuple[tuple[Variant, ...], Wording]] = MappingPro
         "Scale each tile's scores by `1 / np.sqrt(d)` before `np.exp(S - L)`, and multiply the "
         "dQ and dK contributions by it too.",
         "your P is recomputed from Q K^T and your dQ, dK lack 1/sqrt(d) = 1/{sqrt_d}")),
-    "causal-mask-top-left": (variants_of("mask_align", "top_left", only=BACKWARD), Wording(
+    "causal-mask-top-left": (variants_of("mask_align", "top_left", *weights_d("top_left"), only=BACKWARD), Wording(
         "With more keys than queries, your causal mask is aligned at the top left",
         "With m > n the n queries are the last n of the m positions: query i sees keys "
         "j <= m - n + i. Recomputing P with j <= i zeroes the weights of the most recent keys, "
@@ -312,7 +316,7 @@ CARRIED_BACKWARD: Mapping[str, tuple[tuple[Variant, ...], Wording]] = MappingPro
         "Offset the comparison by the cached positions: `keep = j <= i + (m - n)` in each tile.",
         "with n = {n} queries and m = {m} keys, your recomputed P lets query i see keys 0..i "
         "instead of 0..m - n + i")),
-    "causal-mask-missing": (variants_of("causal", "missing", only=BACKWARD), Wording(
+    "causal-mask-missing": (variants_of("causal", "missing", *weights_d("missing"), only=BACKWARD), Wording(
         "Your backward ignores its causal argument",
         "With `causal=True` the forward gave keys j > i + (m - n) weight 0, and L covers only "
         "the visible keys. Recomputing P = exp(S - L) without the mask gives the future keys "

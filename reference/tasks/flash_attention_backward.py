@@ -16,6 +16,11 @@ mask, then runs the chain rule with the recipe's backward choices:
 - ``flash_remainder``, ``flash_mask_tiles``, ``mask_align``, ``causal``: the tiles and the
   causal mask as the forward's pipeline models them. Tiles never visited leave their rows of
   the gradients at 0 (the arrays start as zeros).
+
+A choice that changes P can be written with either form of D (SPEC): rowsum(dO * O) from the
+given O, or rowsum(P * dP) from the submission's own P; they differ exactly when P is wrong.
+Each such choice therefore has a twin named with the suffix ``WEIGHTS_D`` (``missing_dp``,
+``dk_dp``, ...): the same mistake, with D = rowsum(P * dP). Both belong to the same ID.
 """
 
 from __future__ import annotations
@@ -34,6 +39,28 @@ CORRECT = knobs(
 )
 
 Grads = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]
+
+#: the suffix of a P-changing choice whose D is rowsum(P * dP) (see the module's docstring)
+WEIGHTS_D = "_dp"
+#: the knobs whose wrong choices change P, and those choices: each has its ``WEIGHTS_D`` twin
+P_CHANGING = {"scale": ("dk", "none"), "flash_p_scale": ("unscaled",),
+              "flash_mask_tiles": ("tile_local", "tile_local_skip"),
+              "mask_align": ("top_left",), "causal": ("missing",),
+              "flash_remainder": ("keys", "both")}
+
+
+def weights_d(*choices: str) -> tuple[str, ...]:
+    """The ``WEIGHTS_D`` twins of these choices."""
+    return tuple(c + WEIGHTS_D for c in choices)
+
+
+def read_d_form(recipe: Recipe) -> tuple[Recipe, bool]:
+    """The recipe with its twins read as the choices they stand for, and whether D is
+    rowsum(P * dP)."""
+    twins = {k: v for k, v in recipe.items() if v.endswith(WEIGHTS_D)}
+    if not twins:
+        return recipe, False
+    return {**recipe, **{k: v.removesuffix(WEIGHTS_D) for k, v in twins.items()}}, True
 
 
 def _floats(*arrays: ArrayLike) -> list[NDArray[np.float64]]:
@@ -102,6 +129,7 @@ def pipeline(
 ) -> tuple[Array, Array, Array]:
     """The ``flash_attention_backward`` task under ``recipe``: (dQ, dK, dV)."""
     d_o, q, k, v, o, lse = _floats(grad_output, Q, K, V, output, lse)
+    recipe, d_from_weights = read_d_form(recipe)
     n, m, d = q.shape[-2], k.shape[-2], q.shape[-1]
     dims = Dims(n=n, m=m, d_k=d, d_v=v.shape[-1], k_shape0=k.shape[0], k_shape1=k.shape[1])
     factor = SCALE[choice(recipe, "scale")](dims)
@@ -114,7 +142,8 @@ def pipeline(
         p = np.where(keep, np.exp(q @ swap(k) * p_factor - lse[..., None]), 0.0)
         d_p = d_o @ swap(v)
         if choice(recipe, "flash_d") == "subtracted":
-            d_p = d_p - np.sum(d_o * o, axis=-1, keepdims=True)
+            weighted = p * d_p if d_from_weights else d_o * o
+            d_p = d_p - np.sum(weighted, axis=-1, keepdims=True)
         d_s = p * d_p
         grads = (d_s @ k * grad_factor, swap(d_s) @ q * grad_factor, swap(p) @ d_o)
     if record is not None:
