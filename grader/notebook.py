@@ -23,11 +23,15 @@ import types
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grader import registry
 from grader.config import DEFAULT_LIMITS
 from grader.model import DEFAULT_SEED, CallOutcome, GraderError, Probe, TracedValue, printable_name
+
+if TYPE_CHECKING:
+    from grader.core.assignments import Assignment
+    from grader.core.tiling import Measurement
 
 
 class _CallTimeout(BaseException):
@@ -200,11 +204,13 @@ def _call_each(function: Callable[..., Any], probes: Sequence[Probe], call_secon
     return outcomes
 
 
-def measure_tiling(function: Callable[..., Any], spec: Any, seed: int,
-                   seconds: float | None = None) -> Any:
+def measure_tiling(function: Callable[..., Any], spec: Assignment, seed: int,
+                   seconds: float | None = None) -> Measurement:
     """The tiling check's measurement of ``function`` (``grader.core.tiling``), in this process:
     its one call on the measured probe, after the output probes, with its own time limit; or
-    why there is none (a sentence); None when the assignment has no tiling check."""
+    why there is none (a sentence); None when the assignment has no tiling check. The resident
+    set is not read here (a kernel's is not the call's alone): code that uses torch or another
+    framework tracemalloc cannot see is not measured, as in the sandbox where it cannot be."""
     from grader.core import tiling
     from grader.sandbox import interface, peak
     from grader.sandbox.returns import check_binding, to_arrays
@@ -224,14 +230,15 @@ def measure_tiling(function: Callable[..., Any], spec: Any, seed: int,
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            _, measured = _with_deadline(limit, lambda: peak.measure(lambda: invoke(args)))
+            _, measured = _with_deadline(limit, lambda: peak.measure(
+                lambda: invoke(args), frameworks, resident=False))
     except _CallTimeout:
         return f"the call did not return within {limit:g} s"
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - the student's function may raise anything
         return f"the call raised {type(exc).__name__}"
-    return {**measured, "frameworks": frameworks}
+    return measured
 
 
 def source_file(target: Any) -> str | None:
@@ -336,7 +343,7 @@ def grade_file(path: str | Path, assignment: str, *,
     name = printable_name(submission.path.name)
     probes = spec.probes(seed)
 
-    measured: list[Any] = []
+    measured: list[Measurement] = []
 
     def run(sources: tuple[str, ...]) -> list[CallOutcome]:
         source, = sources

@@ -39,13 +39,24 @@ def _reset_peak_resident():
         return False
 
 
-def measure(call):
+def measure(call, frameworks=None, resident=True):
     """Call ``call()`` once and return (what it returned, the measurement): ``traced_peak`` (bytes
     traced by tracemalloc at the peak, above what was traced before), ``resident_growth`` (bytes
-    the peak resident set grew by, or None), ``frameworks`` (the untraced ones loaded) and
-    ``seconds``."""
+    the peak resident set grew by, or None), ``frameworks`` (the untraced ones the code uses:
+    ``frameworks`` if given, else those loaded in this process) and ``seconds``.
+
+    Code that uses such a framework is measured only where the resident set can be (``resident``
+    and the system allows it); elsewhere it is not called at all (what it returns is then None)
+    and the measurement says so, the same in the sandbox and in a notebook."""
+    if frameworks is None:
+        frameworks = [name for name in UNTRACED_FRAMEWORKS if name in sys.modules]
+    resident_before = (_peak_resident_bytes() if resident and _reset_peak_resident()
+                       else None)
+    unmeasured = {"traced_peak": None, "resident_growth": None,
+                  "frameworks": list(frameworks), "seconds": 0.0}
+    if frameworks and resident_before is None:
+        return None, unmeasured
     was_tracing = tracemalloc.is_tracing()
-    resident_before = _peak_resident_bytes() if _reset_peak_resident() else None
     if not was_tracing:
         tracemalloc.start()
     tracemalloc.reset_peak()
@@ -61,6 +72,5 @@ def measure(call):
     resident_after = _peak_resident_bytes() if resident_before is not None else None
     growth = (None if resident_before is None or resident_after is None
               else max(0, resident_after - resident_before))
-    frameworks = [name for name in UNTRACED_FRAMEWORKS if name in sys.modules]
-    return returned, {"traced_peak": max(0, peak - base), "resident_growth": growth,
-                      "frameworks": frameworks, "seconds": seconds}
+    return returned, {**unmeasured, "traced_peak": max(0, peak - base),
+                      "resident_growth": growth, "seconds": seconds}

@@ -1,5 +1,6 @@
 # expect: 
 # fails: lse-per-query (L comes back as (..., n, 1), as a torch keepdim habit leaves it)
+# error: wrong-shape
 import numpy as np
 
 
