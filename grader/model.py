@@ -91,6 +91,12 @@ class TracedValue:
     changes_input: bool = False
 
 
+#: how an ``ok`` outcome's ``message`` starts when a task's ``read_outputs`` set one of its
+#: outputs aside as of the wrong shape (the rest still compared): the report's ``wrong-shape``
+#: error quotes what follows
+SET_ASIDE = "set aside: "
+
+
 @dataclass(frozen=True)
 class CallOutcome:
     """What one call of the student's function did, as received from the child.
@@ -203,6 +209,9 @@ class RunInfo:
     fatal: GraderError | None = None
     stdout: str = ""
     isolation: tuple[str, ...] = ()
+    #: the tiling check's measured calls (``CallPlan.measured``), in order: the child's
+    #: measurement (``peak.measure``), or why there is none (a sentence)
+    measurements: list[dict[str, Any] | str] = field(default_factory=list)
 
 
 def printable_name(name: str) -> str:

@@ -19,10 +19,11 @@ import signal
 import threading
 import time
 import traceback
+import types
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grader import registry
 from grader.config import DEFAULT_LIMITS
@@ -31,6 +32,10 @@ from grader.model import DEFAULT_SEED, CallOutcome, GraderError, Probe, TracedVa
 #: what a text self-check says under its first part (the details are left out)
 MORE = ("Details (evidence, errors in full, every check): check(..., details=True), or "
         "feedback.with_details().")
+
+if TYPE_CHECKING:
+    from grader.core.assignments import Assignment
+    from grader.core.tiling import Measurement
 
 
 class _CallTimeout(BaseException):
@@ -213,6 +218,43 @@ def _call_each(function: Callable[..., Any], probes: Sequence[Probe], call_secon
     return outcomes
 
 
+def measure_tiling(function: Callable[..., Any], spec: Assignment, seed: int,
+                   seconds: float | None = None) -> Measurement:
+    """The tiling check's measurement of ``function`` (``grader.core.tiling``), in this process:
+    its one call on the measured probe, after the output probes, with its own time limit; or
+    why there is none (a sentence); None when the assignment has no tiling check. The resident
+    set is not read here (a kernel's is not the call's alone): code that uses torch or another
+    framework tracemalloc cannot see is not measured, as in the sandbox where it cannot be."""
+    from grader.core import tiling
+    from grader.sandbox import interface, peak
+    from grader.sandbox.returns import check_binding, to_arrays
+
+    probes = tiling.probes_of(spec, seed)
+    if not probes:
+        return None
+    args, _ = _copy_args(probes[0])
+    calling = spec.calling()
+    invoke = interface.invoker(function, calling.get("interface"), calling.get("task"),
+                               to_arrays, check_binding)
+    loaded = getattr(function, "__globals__", {})
+    frameworks = [name for name in peak.UNTRACED_FRAMEWORKS
+                  if any(getattr(v, "__name__", "").split(".")[0] == name
+                         for v in list(loaded.values()) if isinstance(v, types.ModuleType))]
+    limit = tiling.SECONDS if seconds is None else seconds
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _, measured = _with_deadline(limit, lambda: peak.measure(
+                lambda: invoke(args), frameworks, resident=False))
+    except _CallTimeout:
+        return f"the call did not return within {limit:g} s"
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the student's function may raise anything
+        return f"the call raised {type(exc).__name__}"
+    return measured
+
+
 def source_file(target: Any) -> str | None:
     """The file (a notebook cell's, in a kernel) where the function, or the class's
     ``forward``, is defined."""
@@ -286,7 +328,8 @@ def grade_function(function: Callable[..., Any], assignment: str, *,
     outcomes = call_probes(function, probes, spec.calling())
     home = source_file(function)
     source = "".join(linecache.getlines(home)) if home else ""
-    report = evaluate(spec, probes, outcomes, [], metadata, sources=(source,) if source else ())
+    report = evaluate(spec, probes, outcomes, [], metadata, sources=(source,) if source else (),
+                      measurement=measure_tiling(function, spec, seed))
     report["metadata"]["duration_seconds"] = round(time.monotonic() - started, 3)
     validate(report)
     return report
@@ -314,6 +357,8 @@ def grade_file(path: str | Path, assignment: str, *,
     name = printable_name(submission.path.name)
     probes = spec.probes(seed)
 
+    measured: list[Measurement] = []
+
     def run(sources: tuple[str, ...]) -> list[CallOutcome]:
         source, = sources
         namespace: dict[str, Any] = {"__builtins__": builtins, "__file__": name,
@@ -321,8 +366,10 @@ def grade_file(path: str | Path, assignment: str, *,
         with warnings.catch_warnings(record=True):  # what the sandbox's child prints, not shown
             warnings.simplefilter("default")
             exec(compile(source, name, "exec", dont_inherit=True), namespace)
-            return call_probes(namespace[spec.function], probes, spec.calling(),
-                               student_file=name)
+            outcomes = call_probes(namespace[spec.function], probes, spec.calling(),
+                                   student_file=name)
+            measured[:] = [measure_tiling(namespace[spec.function], spec, seed)]
+            return outcomes
 
     def regrade(sources: tuple[str, ...]) -> dict[str, Any]:
         """The code with a literal fix applied, graded again (as the sandbox's grade does)."""
@@ -330,11 +377,13 @@ def grade_file(path: str | Path, assignment: str, *,
             outcomes = run(sources)
         except Exception:  # noqa: BLE001 - a fix that breaks loading is a fix that failed
             return {"status": "error", "score": 0.0, "misconceptions": []}
-        return evaluate(spec, probes, outcomes, [], base_metadata(seed, ""), sources=())
+        return evaluate(spec, probes, outcomes, [], base_metadata(seed, ""), sources=(),
+                        measurement=measured[0])
 
     metadata = {**base_metadata(seed, name, spec.function), "isolation": ["none: in-process"]}
-    report = evaluate(spec, probes, run(submission.sources), [], metadata,
-                      sources=submission.sources)
+    outcomes = run(submission.sources)
+    report = evaluate(spec, probes, outcomes, [], metadata, sources=submission.sources,
+                      measurement=measured[0])
     report = check_fixes(report, submission.sources, regrade)
     report["metadata"]["duration_seconds"] = round(time.monotonic() - started, 3)
     return report

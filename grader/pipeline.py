@@ -24,6 +24,7 @@ from grader.version import __version__
 
 if TYPE_CHECKING:
     from grader.core.assignments import Assignment
+    from grader.core.tiling import Measurement
     from grader.model import CallOutcome
 
 
@@ -171,14 +172,23 @@ def grade(path: str | Path, *, assignment: str | None = None, seed: int = DEFAUL
             message += "; a cell above failed, and may be the one meant to define it"
         error = GraderError("missing-function", message)
         return finish(error_report(chosen or "unknown", [*load_errors, error], metadata))
+    from grader.core import tiling
     from grader.core.assignments import get
 
     spec = get(chosen)
     metadata["function"] = spec.function
     report = evaluate(spec, planned.probes, outcomes, load_errors, metadata,
-                      sources=submission.sources)
+                      sources=submission.sources,
+                      measurement=_measurement(info, 0) if tiling.wanted(spec) else None)
     return finish(check_fixes(report, submission.sources, lambda fixed: _regraded(
         dataclasses.replace(submission, sources=fixed), chosen, seed, limits)))
+
+
+def _measurement(info: RunInfo, index: int) -> Measurement:
+    """The run's measurement of its ``index``-th measured call, or why there is none."""
+    if index < len(info.measurements):
+        return info.measurements[index]
+    return "the submission's run ended before the call could be made"
 
 
 class _Plan:
@@ -198,6 +208,7 @@ class _Plan:
         entry = registry.get(self.chosen)
         if entry.function not in info.defined_functions:
             return None
+        from grader.core import tiling
         from grader.core.assignments import get
 
         assignment = get(self.chosen)
@@ -210,7 +221,9 @@ class _Plan:
                 return []
             return [i for i, probe in enumerate(probes) if probe.traced]
 
-        return CallPlan(entry.function, probes, assignment.calling(), traces_for)
+        return CallPlan(entry.function, probes, assignment.calling(), traces_for,
+                        measured=tiling.probes_of(assignment, self.seed),
+                        measured_seconds=tiling.SECONDS)
 
 
 def check_fixes(report: dict[str, Any], sources: Sequence[str],
@@ -264,23 +277,34 @@ class _PartsPlan:
         self.parts, self.seed = parts, seed
         #: each part's probes, or None for a part the submission does not define
         self.probes: list[list[Probe] | None] = [None] * len(parts)
+        #: where each part's tiling call is among the plan's measured calls (None: it has none)
+        self.measured_index: list[int | None] = [None] * len(parts)
 
     def __call__(self, info: RunInfo) -> CallPlan | None:
+        from grader.core import tiling
+
         if info.fatal is not None:
             return None
         targets: list[dict[str, Any]] = []
         probes: list[Probe] = []
         target_of: list[int] = []
+        measured: list[Probe] = []
+        measured_of: list[int] = []
         for number, (part, _) in enumerate(self.parts):
             if part.function not in info.defined_functions:
                 continue
             self.probes[number] = made = part.probes(self.seed)
             target_of += [len(targets)] * len(made)
+            mine = tiling.probes_of(part, self.seed)
+            self.measured_index[number] = len(measured) if mine else None
+            measured += mine
+            measured_of += [len(targets)] * len(mine)
             targets.append({"function": part.function, **part.calling()})
             probes += made
         if not probes:
             return None
-        return CallPlan(targets[0]["function"], probes, None, self.traces_for, targets, target_of)
+        return CallPlan(targets[0]["function"], probes, None, self.traces_for, targets, target_of,
+                        measured, measured_of, tiling.SECONDS)
 
     def traces_for(self, outcomes: list[CallOutcome]) -> list[int]:
         """The traced probes of each part that does not answer as the reference does."""
@@ -331,7 +355,7 @@ def _grade_parts(submission: load.Submission, info: registry.AssignmentInfo, see
     elif run.fatal is not None:
         whole = [run.fatal]
     graded = []
-    for (part, worth), ran in zip(parts, planned.outcomes_of(outcomes)):
+    for number, ((part, worth), ran) in enumerate(zip(parts, planned.outcomes_of(outcomes))):
         own = {**metadata, "function": part.function}
         reference = registry.reference_of(part.info)
         if whole:
@@ -341,7 +365,9 @@ def _grade_parts(submission: load.Submission, info: registry.AssignmentInfo, see
                                 + missing_function_message([part.function], run.defined_functions))
             report = error_report(reference, [*load_errors, error], own)
         else:
-            report = evaluate(part, ran[0], ran[1], load_errors, own, sources=submission.sources)
+            where = planned.measured_index[number]
+            report = evaluate(part, ran[0], ran[1], load_errors, own, sources=submission.sources,
+                              measurement=None if where is None else _measurement(run, where))
         graded.append(PartReport(part.id, part.function, worth, report))
     metadata["function"] = ", ".join(part.function for part, _ in parts)
     return join_parts(info.id, graded, metadata)
@@ -361,9 +387,10 @@ def grade_or_crashed(path: str | Path, *, assignment: str | None = None,
 
 def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
              load_errors: Sequence[GraderError], metadata: dict[str, Any],
-             sources: Sequence[str] = ()) -> dict[str, Any]:
+             sources: Sequence[str] = (), measurement: Measurement = None) -> dict[str, Any]:
     """Diagnose and score the outcomes of the calls (pure: arrays in, report out); the
-    submission's ``sources`` let findings quote the line they come from."""
+    submission's ``sources`` let findings quote the line they come from; ``measurement`` is
+    the tiling check's (``grader.core.tiling``), where the assignment has one."""
     from grader.core.diagnose import diagnose
     from grader.core.divergence import first_divergence
     from grader.core.raised import shape_error
@@ -393,7 +420,7 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
         divergence = None if findings else (first_divergence(spec, probes, outcomes, sources)
                                             or shape_error(spec, probes, outcomes, sources))
         references = [spec.reference_on(p) for p in probes]
-        checks = score_checks(spec, probes, outcomes, references)
+        checks = score_checks(spec, probes, outcomes, references, measurement)
         reference_outputs = [outputs[0] for outputs in references]
         if outcomes and all(o.ok for o in outcomes):
             # every call worked: a cell that failed while loading changed nothing, and a

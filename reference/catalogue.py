@@ -25,12 +25,13 @@ def _carried(rows: tuple[Misconception, ...]) -> tuple[Misconception, ...]:
     it carries over (``tiled.CARRIED``: an ID keeps its row, and gains the tasks' variants)."""
     out = []
     for row in rows:
-        if row.id in tiled.CARRIED:
-            variants, told = tiled.CARRIED[row.id]
-            terms = {f"task:{task}": told for task in {t for v in variants for t in v.tasks}}
-            row = dataclasses.replace(row, variants=row.variants + variants,
-                                      in_conventions=MappingProxyType(
-                                          {**row.in_conventions, **terms}))
+        for carried in (tiled.CARRIED, tiled.CARRIED_BACKWARD):
+            if row.id in carried:
+                variants, told = carried[row.id]
+                terms = {f"task:{task}": told for task in {t for v in variants for t in v.tasks}}
+                row = dataclasses.replace(row, variants=row.variants + variants,
+                                          in_conventions=MappingProxyType(
+                                              {**row.in_conventions, **terms}))
         out.append(row)
     return tuple(out)
 
@@ -39,7 +40,7 @@ def _carried(rows: tuple[Misconception, ...]) -> tuple[Misconception, ...]:
 #: variant also occurs in attention_backward), tiled attention some of them
 CATALOGUE: tuple[Misconception, ...] = _carried((
     *backward.carried((*attention.ROWS, *causal_and_positions.ROWS)), *backward.ROWS,
-    *tiled.ROWS))
+    *tiled.ROWS, *tiled.BACKWARD_ROWS))
 
 BY_ID: Mapping[str, Misconception] = MappingProxyType({m.id: m for m in CATALOGUE})
 

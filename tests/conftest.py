@@ -100,6 +100,15 @@ def declared_error(path: Path) -> str | None:
     return None
 
 
+def declared_failures(path: Path) -> list[str]:
+    """The checks a correct fixture is written to fail (its ``# fails: CHECK ...`` second
+    line: an exact computation that never tiles fails ``tiling`` alone)."""
+    lines = path.read_text().splitlines()
+    if len(lines) > 1 and lines[1].startswith("# fails:"):
+        return sorted(lines[1].split(":", 1)[1].split("(")[0].split())
+    return []
+
+
 def expected_ids(path: Path) -> list[str]:
     """The misconceptions a fixture is written to show, from its `# expect:` first line."""
     first = path.read_text().splitlines()[0]

@@ -34,7 +34,8 @@ SPEC_IDS = {
     "online-output-not-rescaled", "online-rescale-inverted", "online-sum-not-rescaled",
     "tile-local-softmax", "missing-final-division", "lse-max-only", "lse-missing-max",
     "lse-missing-scale", "finite-initial-max", "remainder-tile-dropped",
-    "causal-mask-tile-local",
+    "causal-mask-tile-local", "backward-missing-d", "backward-p-unscaled",
+    "backward-grad-unscaled",
     # the backward pass (softmax_backward and attention_backward so far)
     "softmax-backward-diagonal-only", "softmax-backward-elementwise",
     "softmax-backward-unweighted-sum", "softmax-backward-wrong-axis", "row-sum-misbroadcast",

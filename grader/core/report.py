@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from grader.core.probes import scored_only
-from grader.model import CallOutcome, CheckResult, Finding, GraderError, Probe, SourcePlace
+from grader.model import (
+    SET_ASIDE,
+    CallOutcome,
+    CheckResult,
+    Finding,
+    GraderError,
+    Probe,
+    SourcePlace,
+)
 from reference.catalogue import BY_ID, question_bank, wording
 from reference.edits import in_dialect
 
@@ -161,6 +169,10 @@ def call_errors(probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
                 outcome.error_kind,
                 f"{len(failed)} of {len(outcomes)} calls failed this way (test inputs: {listed}); "
                 f"first on test input '{probe.id}': {last}")
+        if outcome.ok and outcome.message.startswith(SET_ASIDE) and "wrong-shape" not in errors:
+            errors["wrong-shape"] = GraderError(
+                "wrong-shape", f"on test input '{probe.id}' "
+                f"{outcome.message.removeprefix(SET_ASIDE)}")
         if not outcome.ok or expected is None:
             continue
         assert outcome.output is not None

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.core import concepts
+from grader.core import concepts, tiling
 from grader.core.assignments import Assignment, Outputs
 from grader.core.compare import mismatch_message, tolerance_for
 from grader.core.evidence import first_mutated_input
@@ -123,11 +123,12 @@ def _same_twice(probes: Sequence[Probe], outcomes: Sequence[CallOutcome]) -> tup
 
 
 def score_checks(assignment: Assignment, probes: Sequence[Probe],
-                 outcomes: Sequence[CallOutcome], references: Sequence[Outputs]
-                 ) -> list[CheckResult]:
+                 outcomes: Sequence[CallOutcome], references: Sequence[Outputs],
+                 measurement: tiling.Measurement = None) -> list[CheckResult]:
     """Every check of the assignment's rubric, with its points; ``references`` are the reference
-    (output, weights) of each probe. Probes tagged ``diagnosis-only`` (there to name mistakes
-    within what a restricted interface can express) never count."""
+    (output, weights) of each probe; ``measurement`` the tiling check's (``grader.core.tiling``;
+    None: not measured). Probes tagged ``diagnosis-only`` (there to name mistakes within what a
+    restricted interface can express) never count."""
     probes, outcomes, references = scored_only(probes, outcomes, references)
     mismatches = [probe_mismatch(p, o, r, assignment.outputs)
                   for p, o, r in zip(probes, outcomes, references)]
@@ -141,6 +142,8 @@ def score_checks(assignment: Assignment, probes: Sequence[Probe],
             results.append(_reference_check(spec, assignment, probes, outcomes, mismatches))
         elif check_id in CONTRACT_CHECKS:
             results.append(CONTRACT_CHECKS[check_id](spec, assignment, probes, outcomes))
+        elif check_id == tiling.CHECK_ID:
+            results.append(tiling.check(spec, measurement))
         else:
             concept, passed, message = concept_verdicts[check_id]
             results.append(CheckResult(check_id, "probe", passed, points if passed else 0.0,

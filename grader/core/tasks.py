@@ -78,6 +78,9 @@ class Task:
     #: outputs with one value per query row, (..., n) (a logsumexp): their ``unknown_rows``
     #: are on the last axis (on the other outputs, the second to last)
     row_outputs: tuple[str, ...] = ()
+    #: the ``tiling`` check's call (``grader.core.tiling``): ``tiling_call(maker, length,
+    #: width, block)`` gives the probe whose peak allocation is measured, or None (no check)
+    tiling_call: Callable[[probes.Maker, int, int, int], Probe] | None = None
 
     @property
     def canonical(self) -> registry.Canonical:

@@ -73,6 +73,12 @@ class CallPlan(NamedTuple):
     #: them each probe is for (empty: ``function`` and ``interface`` serve every probe)
     targets: Sequence[dict[str, Any]] = ()
     target_of: Sequence[int] = ()
+    #: the tiling check's calls, made once after everything else, each with its own time
+    #: limit (``measured_seconds``), their peak allocation measured (``peak.py``); for a
+    #: multi-part assignment, ``measured_target_of`` says which function each is for
+    measured: Sequence[Probe] = ()
+    measured_target_of: Sequence[int] = ()
+    measured_seconds: float = 10.0
 
     def frame(self, calls: Sequence[int], trace: bool = False) -> bytes:
         """The request of these calls (indices of ``probes``)."""
@@ -411,6 +417,7 @@ def _attempt(child: Child, state: RunState, plan: Planner, calls: list[int]) -> 
         calls = list(range(len(state.plan.probes)))
     if _graded_calls(child, state, state.plan, calls) and state.finished:
         _traced_reruns(child, state, state.plan)
+        _measured_calls(child, state, state.plan)
 
 
 def _loaded(child: Child, state: RunState, calls: list[int]) -> dict[str, Any] | None:
@@ -636,6 +643,40 @@ def _traced_reruns(child: Child, state: RunState, plan: CallPlan) -> None:
             position += 1
     except (EOFError, *MALFORMED):
         return
+
+
+def _measured_calls(child: Child, state: RunState, plan: CallPlan) -> None:
+    """After every graded call and traced rerun: the tiling check's calls, in the same child,
+    each with its own time limit. What happens here changes no outcome: a call that fails,
+    hangs or breaks the frame leaves its measurement a sentence saying why there is none."""
+    if not plan.measured:
+        return
+    done: list[dict[str, Any] | str] = []
+    state.info.measurements = done
+    why_none = "the grader's time for this submission ran out before the call"
+    if state.budget.used_up():
+        done.extend(why_none for _ in plan.measured)
+        return
+    child.send(wire.encode_calls(plan.function, plan.measured, plan.interface, peak=True,
+                                 targets=plan.targets, target_of=plan.measured_target_of))
+    try:
+        while len(done) < len(plan.measured):
+            frame = state.budget.wait(child, plan.measured_seconds)
+            if isinstance(frame, str):
+                break
+            header, _ = frame
+            state.note_tripped(header)
+            if header.get("type") == "done":
+                continue
+            if header.get("type") != "result" or header.get("index") != len(done):
+                break
+            measurement = header.get("peak")
+            done.append(measurement if isinstance(measurement, dict) and header.get("status")
+                        == "ok" else f"the call ended with {str(header.get('status'))[:40]}")
+    except (EOFError, *MALFORMED):
+        pass
+    timeout = f"the call did not return within {plan.measured_seconds:g} s"
+    done.extend(timeout for _ in range(len(plan.measured) - len(done)))
 
 
 def _traces_wanted(plan: CallPlan, answered: list[CallOutcome]) -> list[int]:

@@ -99,27 +99,29 @@ _encoded: dict[tuple[Any, ...], tuple[Sequence[Probe], bytes]] = {}
 
 def encode_calls(function: str, probes: Sequence[Probe],
                  interface: dict[str, Any] | None = None, *, trace: bool = False,
-                 targets: Sequence[dict[str, Any]] = (), target_of: Sequence[int] = ()) -> bytes:
+                 targets: Sequence[dict[str, Any]] = (), target_of: Sequence[int] = (),
+                 peak: bool = False) -> bytes:
     """The frame of these calls; ``trace``: each call of a traced probe is run again under the
     tracer (``trace.py``), after it returns. A multi-part assignment calls several functions
     in one run: ``targets`` are their functions and callings (``{"function": ..., "interface":
     ..., "task": ...}``) and ``target_of`` says which each call is made on (else ``function``
-    and ``interface`` serve every call)."""
+    and ``interface`` serve every call). ``peak``: each call is the tiling check's, its peak
+    allocation measured (``peak.py``) and its outputs not sent back."""
     key = (function, tuple(map(id, probes)), json.dumps(interface, sort_keys=True, default=str),
-           trace, json.dumps(list(targets), sort_keys=True, default=str), tuple(target_of))
+           trace, json.dumps(list(targets), sort_keys=True, default=str), tuple(target_of), peak)
     kept = _encoded.get(key)
     if kept is None:
         if len(_encoded) >= 16:
             _encoded.clear()
         # (the probes are kept with their frame: their ids stay theirs while it is cached)
         kept = _encoded[key] = (tuple(probes), _encode_calls(function, probes, interface, trace,
-                                                             targets, target_of))
+                                                             targets, target_of, peak))
     return kept[1]
 
 
 def _encode_calls(function: str, probes: Sequence[Probe], interface: dict[str, Any] | None,
                   trace: bool, targets: Sequence[dict[str, Any]] = (),
-                  target_of: Sequence[int] = ()) -> bytes:
+                  target_of: Sequence[int] = (), peak: bool = False) -> bytes:
     import numpy as np
 
     arrays: list[dict[str, Any]] = []
@@ -142,7 +144,7 @@ def _encode_calls(function: str, probes: Sequence[Probe], interface: dict[str, A
             else:
                 specs.append({"value": arg})
         call = {"index": index, "args": specs, "repeat": probe.repeat,
-                "trace": trace and probe.traced}
+                "trace": trace and probe.traced, **({"peak": True} if peak else {})}
         if target_of:
             call["target"] = target_of[index]
         calls.append(call)

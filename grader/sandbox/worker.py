@@ -34,6 +34,7 @@ confinement = _load("_ag_confine", "confine.py")  # standard library only
 returns = _load("_ag_returns", "returns.py")  # imports NumPy: before any student code
 interface = _load("_ag_interface", "interface.py")  # a course's conventions, NumPy only
 tracing = _load("_ag_trace", "trace.py")  # the intermediate values of one call, NumPy only
+peak = _load("_ag_peak", "peak.py")  # the tiling check's measurement, standard library only
 WrongReturn = returns.WrongReturn
 to_arrays = returns.to_arrays
 check_binding = returns.check_binding
@@ -390,6 +391,8 @@ def run_call(function, call, arrays, blob, spec=None, task=None):
         if problem:
             return {"status": "wrong-signature", "message": problem}, []
     invoke = interface.invoker(function, spec, task, to_arrays, check_binding)
+    if call.get("peak"):
+        return measured_call(invoke, args), []
     started = _perf()
     parts = []
     try:
@@ -418,6 +421,16 @@ def run_call(function, call, arrays, blob, spec=None, task=None):
     if call.get("trace") and seconds < TRACE_ONLY_BELOW_SECONDS:
         answer["trace"] = trace_call(invoke, call, arrays, blob, parts)
     return answer, parts
+
+
+def measured_call(invoke, args):
+    """The tiling check's call: its peak allocation measured, its outputs not sent back."""
+    try:
+        _, measurement = peak.measure(lambda: invoke(args))
+    except BaseException as exc:  # noqa: BLE001 - student code may raise anything
+        return {"status": error_kind(exc), "message": limit_note(exc, _run_limits)
+                + student_traceback(exc)}
+    return {"status": "ok", "seconds": measurement["seconds"], "peak": measurement}
 
 
 def is_student_file(filename):
@@ -496,7 +509,8 @@ def serve(request_fd, result_fd, entered=None):
     sys.modules["grader"] = grader_stub()
     # (the child's own files: a traceback through them reads their lines)
     own_files = [os.path.abspath(__file__), wire.__file__, returns.__file__, interface.__file__,
-                 confinement.__file__, tracing.__file__, os.path.join(_here, "zygote.py")]
+                 confinement.__file__, tracing.__file__, peak.__file__,
+                 os.path.join(_here, "zygote.py")]
     install_tripwires(setup["forbidden_roots"], own_files,
                       frozenset({"grader", "reference"}), tripped)
     sys.stdout = _CappedStream(1)

@@ -9,10 +9,14 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from reference.misconception import Misconception, Variant, Wording, variants_of
+from reference.tasks.flash_attention_backward import weights_d
 
 #: the tasks (``grader/tasks/``) of tiled attention
 FORWARD = ("flash_attention_forward",)
 TILED = FORWARD
+BACKWARD = ("flash_attention_backward",)
+#: the IDs of both passes: the tiles themselves and their causal mask
+BOTH = (*FORWARD, *BACKWARD)
 
 ROWS: tuple[Misconception, ...] = (
     Misconception(
@@ -156,7 +160,8 @@ ROWS: tuple[Misconception, ...] = (
         "are never visited. Count with a ceiling, range(0, n, block_q) or "
         "(n + block_q - 1) // block_q, and cut the last tile short with min(start + block, n).",
         (),
-        variants_of("flash_remainder", "keys", "queries", "both", only=TILED),
+        variants_of("flash_remainder", "keys", "queries", "both", only=BOTH)
+        + variants_of("flash_remainder", *weights_d("keys", "both"), only=BACKWARD),
         "with blocks of {block_q} x {block_k}, your tiles stop at query {full_q} and key "
         "{full_k} of n = {n}, m = {m}: the rest are never processed",
         fix="Loop over `range(0, n, block_q)` and `range(0, m, block_k)` and end each tile at "
@@ -172,7 +177,9 @@ ROWS: tuple[Misconception, ...] = (
         "keys in their past tiles and see some in their future ones. With a single tile both "
         "agree, which is why small tests pass.",
         ("A-edge-6",),
-        variants_of("flash_mask_tiles", "tile_local", "tile_local_skip", only=TILED),
+        variants_of("flash_mask_tiles", "tile_local", "tile_local_skip", only=BOTH)
+        + variants_of("flash_mask_tiles", *weights_d("tile_local", "tile_local_skip"),
+                      only=BACKWARD),
         "with tiles of {block_q} x {block_k}, your causal mask repeats the same triangle in "
         "every tile instead of following absolute positions",
         fix="Mask with absolute positions: `keep = (j0 + c) <= (i0 + r) + (m - n)` for the "
@@ -225,4 +232,97 @@ CARRIED: Mapping[str, tuple[tuple[Variant, ...], Wording]] = MappingProxyType({
         "When `causal` is True, fill the scores of keys `j > i + (m - n)` with -inf in each "
         "tile before the running max.",
         "your outputs with causal=True use keys after each query's position")),
+})
+
+#: the rows of the tiled backward alone (SPEC: D, and the scale of P and of the gradients)
+BACKWARD_ROWS: tuple[Misconception, ...] = (
+    Misconception(
+        "backward-missing-d",
+        "Your dS = P * dP leaves out the term D = rowsum(dO * O)",
+        "Each row of P is a softmax, so its Jacobian is diag(P) - P P^T: the gradient of the "
+        "scores is dS = P * (dP - D), where D_i = sum_j P_ij dP_ij, which FlashAttention-2 "
+        "computes before the tile loops as D = rowsum(dO * O) (the same numbers, since "
+        "O = P V). Without D every tile keeps only the diagonal part, as if the weights did "
+        "not have to sum to 1, and dQ, dK come out wrong in every tile (dV, which needs no "
+        "dS, is right).",
+        ("B-2", "A-why-3"),
+        variants_of("flash_d", "missing", only=BACKWARD),
+        "your dQ and dK equal those of dS = P * dP in every (query tile, key tile) pair: the "
+        "rows of dS should subtract D = rowsum(dO * O) first",
+        fix="Before the tile loops compute `D = np.sum(grad_output * O, axis=-1)` and in each "
+            "tile use `dS = P * (dP - D[..., i0:i1, None])`.",
+        stages=("dS",),
+    ),
+    Misconception(
+        "backward-p-unscaled",
+        "You recompute P = exp(Q K^T - L) without the 1/sqrt(d) of the scores",
+        "L is the logsumexp of the scaled scores S = Q K^T / sqrt(d), so the weights come back "
+        "only as P = exp(S - L) with the same S. Recomputed from Q K^T, the tile's exponents "
+        "are off by a factor of sqrt(d): the recomputed rows no longer sum to one, and dV, dQ "
+        "and dK inherit it, although your dQ and dK keep the chain rule's 1/sqrt(d).",
+        ("B-4", "B-11"),
+        variants_of("flash_p_scale", "unscaled", *weights_d("unscaled"), only=BACKWARD),
+        "your gradients match weights recomputed as exp(Q K^T - L) in each tile, without the "
+        "1/sqrt(d) = 1/{sqrt_d} that L was computed with",
+        fix="Recompute each tile's weights from the scaled scores: "
+            "`P = np.exp(Q_tile @ K_tile.T / np.sqrt(d) - L_tile[..., None])`.",
+        stages=("P",),
+    ),
+    Misconception(
+        "backward-grad-unscaled",
+        "Your dQ and dK lack the 1/sqrt(d) of S = Q K^T / sqrt(d)",
+        "The scores are S = Q K^T / sqrt(d), so by the chain rule dQ = dS K / sqrt(d) and "
+        "dK = dS^T Q / sqrt(d): the factor that scaled the scores comes back on the way down. "
+        "Your weights P are right (dV agrees), but every tile's contribution to dQ and dK is "
+        "sqrt(d) times too large.",
+        ("B-4", "A-why-3"),
+        variants_of("flash_grad_scale", "none", only=BACKWARD),
+        "your dQ and dK are sqrt(d) = {sqrt_d} times the right ones, while dV is right: dS K and "
+        "dS^T Q were not multiplied by 1/sqrt(d)",
+        fix="Multiply each tile's contributions by the scale: `dQ_tile += dS @ K_tile / "
+            "np.sqrt(d)` and `dK_tile += dS.T @ Q_tile / np.sqrt(d)`.",
+        stages=("dQ", "dK"),
+    ),
+)
+
+#: the IDs of attention that carry over to the tiled backward: their wrong choices there, and
+#: how each is told in a backward that recomputes P from the given L
+CARRIED_BACKWARD: Mapping[str, tuple[tuple[Variant, ...], Wording]] = MappingProxyType({
+    "scale-by-dk": (variants_of("scale", "dk", *weights_d("dk"), only=BACKWARD), Wording(
+        "You divide the scores by d instead of sqrt(d)",
+        "Each score is a dot product over d features and is divided by sqrt(d); L was computed "
+        "from those scores. Dividing by d in your backward recomputes every tile's P = "
+        "exp(S - L) from the wrong scores (its rows no longer sum to one), and the chain rule "
+        "then brings 1/d instead of 1/sqrt(d) into dQ and dK.",
+        "Scale the scores (or Q, once) by `1 / np.sqrt(d)` with `d = Q.shape[-1]`, not by "
+        "`1 / d`, both where P is recomputed and in dQ and dK.",
+        "your scores are divided by d = {d} when P is recomputed and in dQ, dK; the correct "
+        "divisor is sqrt(d) = {sqrt_d}")),
+    "no-scaling": (variants_of("scale", "none", *weights_d("none"), only=BACKWARD), Wording(
+        "You do not scale the scores by 1/sqrt(d) anywhere in the backward",
+        "S = Q K^T / sqrt(d) in every tile: L is the logsumexp of those scores, so P = "
+        "exp(S - L) needs the factor, and so do dQ = dS K / sqrt(d) and dK = dS^T Q / sqrt(d). "
+        "Without it P is recomputed from the wrong scores and dQ, dK miss the chain rule's "
+        "factor.",
+        "Scale each tile's scores by `1 / np.sqrt(d)` before `np.exp(S - L)`, and multiply the "
+        "dQ and dK contributions by it too.",
+        "your P is recomputed from Q K^T and your dQ, dK lack 1/sqrt(d) = 1/{sqrt_d}")),
+    "causal-mask-top-left": (variants_of("mask_align", "top_left", *weights_d("top_left"), only=BACKWARD), Wording(
+        "With more keys than queries, your causal mask is aligned at the top left",
+        "With m > n the n queries are the last n of the m positions: query i sees keys "
+        "j <= m - n + i. Recomputing P with j <= i zeroes the weights of the most recent keys, "
+        "so the recomputed rows sum to less than one and those keys get no gradient; with "
+        "n = m both agree.",
+        "Offset the comparison by the cached positions: `keep = j <= i + (m - n)` in each tile.",
+        "with n = {n} queries and m = {m} keys, your recomputed P lets query i see keys 0..i "
+        "instead of 0..m - n + i")),
+    "causal-mask-missing": (variants_of("causal", "missing", *weights_d("missing"), only=BACKWARD), Wording(
+        "Your backward ignores its causal argument",
+        "With `causal=True` the forward gave keys j > i + (m - n) weight 0, and L covers only "
+        "the visible keys. Recomputing P = exp(S - L) without the mask gives the future keys "
+        "weights (each row then sums to more than one) and gradients they must not get.",
+        "When `causal` is True, fill the scores of keys `j > i + (m - n)` with -inf in each "
+        "tile before `np.exp(S - L)` (or skip tiles wholly in the future).",
+        "your gradients with causal=True give weight, and gradient, to keys after each "
+        "query's position")),
 })

@@ -1,4 +1,5 @@
 # expect:
+# fails: tiling (one full softmax: exact, but it materialises the n x m scores)
 import numpy as np
 
 

@@ -1,0 +1,174 @@
+"""The ``tiling`` check of both tiled assignments (SPEC, "What tiled means for grading"): a
+tiled submission passes it, one that materialises the n x m scores fails it and is told so, and
+nothing else of its report changes; where nothing can be measured the check says why and costs
+nothing. In-process here (the notebook's path), and through the sandbox (``e2e``)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from grader.core import tiling
+from grader.core.assignments import get
+from grader.notebook import grade_function, measure_tiling
+from reference.tasks.flash_attention_backward import flash_attention_backward
+from reference.tasks.flash_attention_forward import flash_attention_forward
+
+from .conftest import SUBMISSIONS
+
+TILED = {"flash_attention_forward": "correct_loops.py",
+         "flash_attention_backward": "correct_key_outer.py"}
+UNTILED = {"flash_attention_forward": "correct_untiled.py",
+           "flash_attention_backward": "correct_untiled_softmax.py"}
+
+
+def _tiling(report: dict[str, Any]) -> dict[str, Any]:
+    [check] = [c for c in report["checks"] if c["id"] == tiling.CHECK_ID]
+    return check
+
+
+@pytest.mark.parametrize("assignment", sorted(TILED))
+def test_a_tiled_submission_passes_and_an_untiled_one_is_told_it_materialises(
+        assignment: str, graded: Any) -> None:
+    tiled = graded(SUBMISSIONS / assignment / TILED[assignment])
+    assert _tiling(tiled)["passed"] and "tile by tile" in _tiling(tiled)["message"]
+    assert tiled["score"] == tiled["max_score"]
+    untiled = graded(SUBMISSIONS / assignment / UNTILED[assignment])
+    check = _tiling(untiled)
+    assert not check["passed"] and check["points"] == 0
+    assert "materialises the n x m score matrix" in check["message"]
+    # nothing else changes: no misconception, every other check passed, one check's points lost
+    assert untiled["misconceptions"] == []
+    assert [c["id"] for c in untiled["checks"] if not c["passed"]] == [tiling.CHECK_ID]
+    assert untiled["score"] == pytest.approx(untiled["max_score"] - check["max_points"])
+    assert check["max_points"] <= 0.1 * untiled["max_score"]  # a small share of the points
+
+
+def test_the_check_is_decided_from_the_traced_peak_against_the_bound() -> None:
+    below = {"traced_peak": 2 << 20, "resident_growth": None, "frameworks": []}
+    above = {"traced_peak": 40 << 20, "resident_growth": None, "frameworks": []}
+    assert tiling.verdict(below)[:2] == (True, True)
+    measured, passed, message = tiling.verdict(above)
+    assert measured and not passed and "40.0 MiB" in message
+    # torch: its allocations are invisible to tracemalloc; the resident set decides, or nothing
+    torch_big = {"traced_peak": 0, "resident_growth": 90 << 20, "frameworks": ["torch"]}
+    torch_unknown = {"traced_peak": 0, "resident_growth": None, "frameworks": ["torch"]}
+    assert tiling.verdict(torch_big)[:2] == (True, False)
+    measured, passed, message = tiling.verdict(torch_unknown)
+    assert not measured and passed and "not measured" in message
+    for nothing in (None, "the call did not return within 10 s"):
+        measured, passed, message = tiling.verdict(nothing)
+        assert not measured and passed and "scored as passed" in message
+
+
+def _slow_only_when_long(Q: Any, K: Any, V: Any, causal: bool = False, block_q: int = 16,
+                         block_k: int = 16) -> Any:
+    if Q.shape[-2] >= tiling.LENGTH:
+        time.sleep(3)
+    return flash_attention_forward(Q, K, V, causal, block_q, block_k)
+
+
+def test_the_measured_call_has_its_own_time_limit_apart_from_the_probes() -> None:
+    _slow_only_when_long.__name__ = "flash_attention_forward"
+    spec = get("flash_attention_forward")
+    why = measure_tiling(_slow_only_when_long, spec, 0, seconds=0.5)
+    assert why == "the call did not return within 0.5 s"
+    assert tiling.verdict(why)[:2] == (False, True)
+
+
+def test_a_function_graded_in_the_notebook_is_measured_too() -> None:
+    def flash_attention_backward_plain(*args: Any) -> Any:
+        return flash_attention_backward(*args)
+
+    flash_attention_backward_plain.__name__ = "flash_attention_backward"
+    report = grade_function(flash_attention_backward_plain, "flash_attention_backward")
+    check = _tiling(report)
+    assert not check["passed"] and "materialises" in check["message"]
+    assert report["misconceptions"] == []
+
+
+def test_the_measured_call_is_as_the_spec_says() -> None:
+    for name in TILED:
+        probe = tiling.measured_probe(name, 0)
+        arrays = [a for a in probe.args if isinstance(a, np.ndarray)]
+        assert all(a.shape[0] == tiling.LENGTH for a in arrays)
+        assert probe.args[-3:] == (False, tiling.BLOCK, tiling.BLOCK)
+    assert tiling.BOUND_BYTES * 4 == tiling.LENGTH ** 2 * 8
+
+
+@pytest.mark.e2e  # child processes
+@pytest.mark.parametrize("assignment", sorted(TILED))
+def test_the_sandbox_measures_inside_the_childs_call(assignment: str, tmp_path: Path) -> None:
+    from grader.pipeline import grade
+
+    tiled = grade(SUBMISSIONS / assignment / TILED[assignment], assignment=assignment)
+    assert _tiling(tiled)["passed"] and "tile by tile" in _tiling(tiled)["message"]
+    untiled = grade(SUBMISSIONS / assignment / UNTILED[assignment], assignment=assignment)
+    assert not _tiling(untiled)["passed"]
+    assert "materialises the n x m score matrix" in _tiling(untiled)["message"]
+    assert [c["id"] for c in untiled["checks"] if not c["passed"]] == [tiling.CHECK_ID]
+
+
+#: the multi-part example: a course hands in CS336 assignment 2's two FlashAttention problems
+#: as one file, the forward and the backward graded as two parts of one submission
+FLASH_PARTS = ('[[parts]]\nassignment = "flash_attention_forward"\nweight = 10\n'
+               '[[parts]]\nassignment = "flash_attention_backward"\nweight = 10\n')
+
+
+def _flash_course(tmp_path: Path) -> str:
+    folder = tmp_path / "flash"
+    folder.mkdir()
+    (folder / "assignment.toml").write_text(f'id = "flash"\nkind = "course"\n{FLASH_PARTS}')
+    return str(folder)
+
+
+def _both(tmp_path: Path, forward: str, backward: str) -> Path:
+    path = tmp_path / "flash_attention.py"
+    path.write_text("\n\n".join((SUBMISSIONS / name).read_text() for name in (forward, backward)))
+    return path
+
+
+def test_flash_forward_and_backward_are_two_parts_of_one_notebook(tmp_path: Path) -> None:
+    from grader.core.report import validate
+    from grader.notebook import grade_parts
+
+    namespace: dict[str, Any] = {}
+    for source in ("flash_attention_forward/correct_loops.py",
+                   "flash_attention_backward/backward_missing_d_query_outer.py"):
+        exec(compile((SUBMISSIONS / source).read_text(), str(SUBMISSIONS / source), "exec"),
+             namespace)
+    report = grade_parts(namespace, _flash_course(tmp_path))
+    validate(report)
+    forward, backward = report["parts"]
+    assert forward["score"] == forward["max_score"] == 10.0
+    assert _tiling(forward)["passed"] and _tiling(backward)["passed"]
+    assert [m["id"] for m in backward["misconceptions"]] == ["backward-missing-d"]
+    assert [m["part"] for m in report["misconceptions"]] == ["flash_attention_backward"]
+
+
+@pytest.mark.e2e  # child processes
+def test_flash_forward_and_backward_are_graded_as_two_parts_in_one_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One run of the file (one sandbox session) grades both parts, each with its own tiling
+    measurement: here a tiled forward and a backward that materialises the scores."""
+    from grader import grade, sandbox
+    from grader.core.report import validate
+
+    runs = []
+    real = sandbox.run
+    monkeypatch.setattr(sandbox, "run", lambda *a, **k: runs.append(1) or real(*a, **k))
+    path = _both(tmp_path, "flash_attention_forward/causal_mask_tile_local_loops.py",
+                 "flash_attention_backward/correct_untiled_softmax.py")
+    report = grade(path, assignment=_flash_course(tmp_path))
+    validate(report)
+    assert len(runs) == 1
+    forward, backward = report["parts"]
+    assert [m["id"] for m in forward["misconceptions"]] == ["causal-mask-tile-local"]
+    assert _tiling(forward)["passed"]
+    assert backward["misconceptions"] == [] and not _tiling(backward)["passed"]
+    assert backward["score"] == pytest.approx(backward["max_score"] - 1.0)
+    assert report["max_score"] == 20.0
