@@ -24,6 +24,10 @@ CASES = [
     (edits.complement_mask, NUMPY, "m = ~np.tril(ones, k=m - n)", "m = np.tril(ones, k=m - n)"),
     (edits.values_unrotated, NUMPY, "q, k, v = f(q, t), f(k, t), f(v, t)", "q, k = f(q, t), f(k, t)"),
     (edits.new_array, NUMPY, "Q /= np.sqrt(d_k)", "Q = Q / np.sqrt(d_k)"),
+    # a loop whose i steps 0, 2, 4: the cos line's feature i + 1 is a pair index's double too
+    (edits.pair_index, edits.Context(False, "output", "numpy", {"d_model": "d_model"}),
+     "pe[p, i + 1] = math.cos(p / (10000 ** ((2 * (i + 1)) / d_model)))",
+     "pe[p, i + 1] = math.cos(p / (10000 ** ((2 * ((i + 1) // 2)) / d_model)))"),
     (edits.last_two_axes, NUMPY, "s = np.dot(Q, K.T) / np.sqrt(Q.shape[1])",
      "s = np.matmul(Q, K.swapaxes(-1, -2)) / np.sqrt(Q.shape[-1])"),
     (edits.last_two_axes, NUMPY, "return e / e.sum(axis=1, keepdims=True)",

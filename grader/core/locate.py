@@ -85,6 +85,9 @@ class Place:
     unused: bool = False
     #: ... and (cell, line) of the line whose value went on in its place, if one computed it
     unused_for: tuple[int | None, int] | None = None
+    #: (cell, line) of the other lines that wrote the mistaken values into the same array, in
+    #: place (a loop's sine line beside its cosine line)
+    writers: tuple[tuple[int | None, int], ...] = ()
 
 
 def locate(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
@@ -254,7 +257,9 @@ def _quoted(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[
     if first.fixed is None:
         return first
     others = []
-    for other in also_places(assignment, probes, outcomes, misconception_id, recipe, place):
+    written = [Place(cell, line, place.stage) for cell, line in place.writers]
+    for other in [*written, *also_places(assignment, probes, outcomes, misconception_id, recipe,
+                                         place)]:
         line = quote(other.cell, other.line, stage_words()[other.stage], sources)
         if line is not None:
             line = with_literal_fix(line, assignment, misconception_id, other.stage, sources,
@@ -376,8 +381,29 @@ def _first_place(assignment: Assignment, probe: Probe, traced: Sequence[TracedVa
                 and (used or not any(_same(t.array, o) for o in correct_path.values()))]
         if hits:  # made first (a mistake) or, for a skipped step, made by the outermost code
             best = min(hits, key=lambda hit: hit[:2])[2]
-            return Place(best.cell, best.line, stage, used)
+            return Place(best.cell, best.line, stage, used,
+                         writers=_writers(traced, best, value, correct.get(stage)))
     return None
+
+
+def _writers(traced: Sequence[TracedValue], best: TracedValue, value: Array,
+             right: Array | None) -> tuple[tuple[int | None, int], ...]:
+    """The other lines that filled ``best``'s array in place with the mistaken values (where
+    they differ from the right ones): code that writes a stage element by element or slice by
+    slice writes the same mistake on each of those lines."""
+    if right is None or right.shape != value.shape or best.array.shape != value.shape:
+        return ()
+    chain = [t for t in traced if t.chain == best.chain and t.array.shape == value.shape]
+    wrong = ~np.isclose(value, right, rtol=1e-5, atol=1e-7)
+    found: dict[tuple[int | None, int], None] = {}
+    for before, after in zip(chain, chain[1:]):
+        written = ~np.isclose(before.array, after.array, rtol=0, atol=0, equal_nan=True)
+        mistaken = written & wrong & np.isclose(after.array, value, rtol=1e-5, atol=1e-7)
+        if mistaken.any() and (after.cell, after.line) != (best.cell, best.line):
+            found.setdefault((after.cell, after.line))
+        if after is best:
+            break
+    return tuple(found)
 
 
 def _unused_value(traced: Sequence[TracedValue], mistaken: Mapping[str, Array],
