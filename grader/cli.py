@@ -293,11 +293,12 @@ def assignments() -> None:
 def _without_comments(text: str) -> str:
     """A shipped assignment's TOML without its comment lines (none sits inside a string there:
     checked, the text is kept whole otherwise)."""
-    import tomllib
+    import tomlkit
 
     kept = re.sub(r"\n{3,}", "\n\n", "\n".join(
         line for line in text.splitlines() if not line.lstrip().startswith("#"))).lstrip("\n")
-    return kept + "\n" if tomllib.loads(kept) == tomllib.loads(text) else text
+    same = tomlkit.parse(kept).unwrap() == tomlkit.parse(text).unwrap()
+    return kept + "\n" if same else text
 
 
 @main.command("new-assignment")
