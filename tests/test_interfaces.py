@@ -199,6 +199,11 @@ def test_softmax_on_matrices_only(tmp_path: Path) -> None:
     _full_marks(_grade(tmp_path, folder, D2L_SOFTMAX.format(shift=shift), "stable"))
     assert _named(_grade(tmp_path, folder, D2L_SOFTMAX.format(shift=""), "d2l")) == [
         "unstable-softmax"]
+    # summed down the columns: the rows are every other axis of a probe, folded into one
+    columns = D2L_SOFTMAX.format(shift=" - X.max(0, keepdims=True)").replace("sum(1,", "sum(0,")
+    report = _grade(tmp_path, folder, columns, "columns")
+    assert _named(report) == ["softmax-wrong-axis"]
+    assert "axis=1" in report["misconceptions"][0]["fix"]
 
 
 COURSERA_SOFTMAX = """\
