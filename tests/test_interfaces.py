@@ -460,3 +460,61 @@ def test_whether_a_function_takes_the_arguments_is_answered_for_each_count_and_n
         return a
 
     assert check_binding(two, (1, 2, 3)) is None
+
+
+#: CS336's adapter in NumPy: RoPE always on (theta and the token positions are its arguments)
+CS336_ROPE_ATTENTION = """\
+    import numpy as np
+
+
+    def rope(x, theta, positions):
+        d = x.shape[-1]
+        angles = positions[:, None] * theta ** (-np.arange(0, d, 2) / d)
+        cos, sin = np.cos(angles), np.sin(angles)
+        out = np.empty_like(x)
+        out[..., 0::2] = x[..., 0::2] * cos - x[..., 1::2] * sin
+        out[..., 1::2] = x[..., 0::2] * sin + x[..., 1::2] * cos
+        return out
+
+
+    def run_multihead_self_attention_with_rope(d_model, num_heads, max_seq_len, theta,
+                                               q_proj_weight, k_proj_weight, v_proj_weight,
+                                               o_proj_weight, in_features, token_positions):
+        x = np.asarray(in_features, dtype=np.float64)
+        *lead, n, _ = x.shape
+        d_k = d_model // num_heads
+
+        def heads(w):
+            return (x @ np.asarray(w).T).reshape(*lead, n, num_heads, d_k).swapaxes(-2, -3)
+
+        positions = np.asarray(token_positions).reshape(-1, n)[0]
+        q = rope(heads(q_proj_weight), theta, positions)
+        k = rope(heads(k_proj_weight), theta, positions)
+        scores = q @ k.swapaxes(-1, -2) / np.sqrt(d_k)
+        scores = np.where(np.tril(np.ones((n, n), dtype=bool)), scores, -np.inf)
+        weights = np.exp(scores - scores.max(-1, keepdims=True))
+        weights /= weights.sum(-1, keepdims=True)
+        out = (weights @ heads(v_proj_weight)).swapaxes(-2, -3).reshape(*lead, n, d_model)
+        return out @ np.asarray(o_proj_weight).T
+    """
+
+
+def test_causality_is_checked_where_rope_is_always_on(tmp_path: Path) -> None:
+    """The causality checks (a later token changes no earlier output; one token attends to
+    itself) get a theta where the interface always applies RoPE, so they run there too."""
+    folder = _course(tmp_path, "causal_self_attention", "run_multihead_self_attention_with_rope",
+                     """\
+        parameters = ["d_model", "num_heads", "seq_len", "theta", "W_q", "W_k", "W_v", "W_o",
+                      "X", "positions_range"]
+        projections = "linear"
+        """)
+    causality = {"future-unseen", "single-token-itself"}
+    correct = _grade(tmp_path, folder, CS336_ROPE_ATTENTION, "correct")
+    _full_marks(correct)
+    assert causality <= {c["id"] for c in correct["checks"]}
+    assert not causality & {n["check"] for n in correct["metadata"].get("not_probed", [])}
+    unmasked = CS336_ROPE_ATTENTION.replace(
+        "scores = np.where(np.tril(np.ones((n, n), dtype=bool)), scores, -np.inf)", "pass")
+    report = _grade(tmp_path, folder, unmasked, "unmasked")
+    assert _named(report) == ["causal-mask-missing"]
+    assert [c["passed"] for c in report["checks"] if c["id"] == "future-unseen"] == [False]
