@@ -305,6 +305,17 @@ def _where_batches_fail(assignment: Assignment, probes: Sequence[Probe],
         reasons = edits.two_d_only(quoted.code, context)
         where = line_words(quoted.cell, quoted.line)
         error = outcome.message.strip().splitlines()[-1].rstrip(".")
+        cause = None if reasons else _cause_above(quoted, context, sources)
+        if cause is not None:
+            cause = with_literal_fix(cause, assignment, finding.id, "batch", sources)
+        if cause is not None and cause.fixed:  # the crash follows from a line above it, with
+            # a rewrite of its own (``K_t = K.T``; a loop over ``shape[0]`` has none: not claimed)
+            fix = (f"{line_words(cause.cell, cause.line).capitalize()} works on 2-D inputs "
+                   f"only: " + "; ".join(edits.two_d_only(cause.code, context))
+                   + f". {where.capitalize()} is where batched inputs then fail ({error}).")
+            also = tuple(o for o in quoted.also if o.line != cause.line)
+            return dataclasses.replace(finding, place=dataclasses.replace(cause, also=also),
+                                       fix=fix)
         fix = (f"{where.capitalize()} works on 2-D inputs only: " + "; ".join(reasons) + "."
                if reasons else
                f"{where.capitalize()} fails on inputs with leading batch dimensions ({error}): "
@@ -312,6 +323,23 @@ def _where_batches_fail(assignment: Assignment, probes: Sequence[Probe],
                "before them.")
         return dataclasses.replace(finding, place=quoted, fix=fix)
     return finding
+
+
+def _cause_above(crashed: SourcePlace, context: edits.Context, sources: Sequence[str]
+                 ) -> SourcePlace | None:
+    """The nearest line above the one that failed, in the same function, that works on 2-D
+    inputs only (what the failing line then received), quoted; or None."""
+    tree = _parsed(sources[(crashed.cell or 1) - 1] if sources else "")
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                node.lineno < crashed.line <= (node.end_lineno or node.lineno):
+            for line in range(crashed.line - 1, node.lineno, -1):
+                above = quote(crashed.cell, line, "code that works on 2-D inputs only", sources)
+                if above is not None and edits.two_d_only(above.code, context):
+                    return above
+    return None
 
 
 _TARGET = re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<rhs>[^=].*)$")
