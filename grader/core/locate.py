@@ -313,8 +313,8 @@ def _where_batches_fail(assignment: Assignment, probes: Sequence[Probe],
             fix = (f"{line_words(cause.cell, cause.line).capitalize()} works on 2-D inputs "
                    f"only: " + "; ".join(edits.two_d_only(cause.code, context))
                    + f". {where.capitalize()} is where batched inputs then fail ({error}).")
-            also = tuple(o for o in quoted.also if o.line != cause.line)
-            return dataclasses.replace(finding, place=dataclasses.replace(cause, also=also),
+            kept = tuple(o for o in quoted.also if o.line != cause.line)
+            return dataclasses.replace(finding, place=dataclasses.replace(cause, also=kept),
                                        fix=fix)
         fix = (f"{where.capitalize()} works on 2-D inputs only: " + "; ".join(reasons) + "."
                if reasons else
