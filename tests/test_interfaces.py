@@ -518,3 +518,28 @@ def test_causality_is_checked_where_rope_is_always_on(tmp_path: Path) -> None:
     report = _grade(tmp_path, folder, unmasked, "unmasked")
     assert _named(report) == ["causal-mask-missing"]
     assert [c["passed"] for c in report["checks"] if c["id"] == "future-unseen"] == [False]
+
+
+def test_a_class_reading_an_undeclared_global_is_an_interface_error(tmp_path: Path) -> None:
+    """A constructor that reads a module-level name the interface does not set (the GPT
+    lecture's `block_size`) cannot be built as the interface says: the staff's error to act on
+    (declare it under `globals`), not the student's runtime error; declared, it grades."""
+    source = """\
+        import numpy as np
+
+        class Softmax:
+            def __init__(self):
+                self.dim = dim
+
+            def __call__(self, x):
+                e = np.exp(x - x.max(axis=self.dim, keepdims=True))
+                return e / e.sum(axis=self.dim, keepdims=True)
+        """
+    folder = _course(tmp_path, "softmax", "Softmax", 'kind = "class"\nparameters = ["x"]\n')
+    report = _grade(tmp_path, folder, source, "undeclared")
+    assert report["status"] == "error"
+    (error,) = [e for e in report["errors"] if e["kind"] == "wrong-signature"]
+    assert "'dim'" in error["message"] and "globals" in error["message"]
+    declared = _course(tmp_path, "softmax", "Softmax",
+                       'kind = "class"\nparameters = ["x"]\nglobals = { dim = -1 }\n')
+    _full_marks(_grade(tmp_path, declared, source, "declared"))
