@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -310,6 +311,17 @@ def assignments() -> None:
                "--out DIR, edit DIR/assignment.toml, then --assignment DIR everywhere.")
 
 
+def _without_comments(text: str) -> str:
+    """A shipped assignment's TOML without its comment lines (none sits inside a string there:
+    checked, the text is kept whole otherwise)."""
+    import tomlkit
+
+    kept = re.sub(r"\n{3,}", "\n\n", "\n".join(
+        line for line in text.splitlines() if not line.lstrip().startswith("#"))).lstrip("\n")
+    same = tomlkit.parse(kept).unwrap() == tomlkit.parse(text).unwrap()
+    return kept + "\n" if same else text
+
+
 @main.command("new-assignment")
 @click.option("--from", "preset", type=click.Choice(ASSIGNMENT_IDS), required=True,
               help="The built-in assignment or preset to start from.")
@@ -328,10 +340,13 @@ def new_assignment(preset: str, out_dir: Path, new_id: str | None) -> None:
         raise click.UsageError(f"{out_dir} exists already; choose a new folder.")
     source = registry.get(preset)
     wanted = new_id or out_dir.name
-    # edited as TOML, comments kept: only the top-level id and kind change, never a table's keys
-    document = tomlkit.parse((source.folder / registry.INTERFACE_FILE).read_text(encoding="utf-8"))
+    # edited as TOML: the top-level id and kind change, never a table's keys; the preset's
+    # comments and its `course` line describe the preset's course, not this one (left out)
+    document = tomlkit.parse(_without_comments(
+        (source.folder / registry.INTERFACE_FILE).read_text(encoding="utf-8")))
     document["id"] = wanted
     document["kind"] = "course"
+    document.pop("course", None)
     document.pop("canonical", None)  # (the task's own call: the built-in assignment keeps it)
     header = (f"# A course's own assignment, started from `{preset}` "
               f"(attention-grader new-assignment).\n# Edit the interface to match your starter "

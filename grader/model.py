@@ -82,13 +82,15 @@ class TracedValue:
     """An array the submission's code computed during a traced call, and where: ``cell`` is the
     notebook cell (None for a .py file), ``line`` the line in it, ``depth`` how many calls below
     the graded function; ``changes_input``: this line changed an input array in place (the
-    array is then the input as changed)."""
+    array is then the input as changed); ``chain``: the values of one array changed in place,
+    line after line, share it (a label, the same for them only)."""
 
     cell: int | None
     line: int
     depth: int
     array: Array
     changes_input: bool = False
+    chain: int = -1
 
 
 #: how an ``ok`` outcome's ``message`` starts when a task's ``read_outputs`` set one of its

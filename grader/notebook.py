@@ -273,8 +273,9 @@ def _traced(function: Any, invoke: Callable[[list[Any]], Any], probe: Probe
         return ()
     args, _ = _copy_args(probe)
     return tuple(
-        TracedValue(None, line, depth, array, name == tracing.CHANGED_INPUT)
-        for _, line, depth, name, array in tracing.traced(invoke, args, lambda f: f == home))
+        TracedValue(None, line, depth, array, name == tracing.CHANGED_INPUT, chain)
+        for _, line, depth, name, array, chain in tracing.traced(invoke, args,
+                                                                 lambda f: f == home))
 
 
 def _assignment_for(target: Any, assignment: str | None) -> str:

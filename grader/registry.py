@@ -309,6 +309,8 @@ class Interface:
             keys.add(f"projections:{self.projections}")
         if self.pairs != "interleaved":
             keys.add(f"pairs:{self.pairs}")
+        if self.ndim == 2 and self.axis is None:  # a softmax of a matrix's rows, no axis taken
+            keys.add("ndim:2")
         return frozenset(keys)
 
     def canonical_for(self, task: str) -> bool:

@@ -671,13 +671,14 @@ def _interleave(code: str, context: Context) -> str | None:
 
 
 def _pair_index(code: str, context: Context) -> str | None:
-    """``2 * j / d`` or ``j / d`` -> ``2 * (j // 2) / d``: the pair's index, not the feature's."""
+    """``2 * j / d`` or ``j / d`` -> ``2 * (j // 2) / d``: the pair's index, not the feature's
+    (``2 * (i + 1) / d`` -> ``2 * ((i + 1) // 2) / d``)."""
     d_model = context.names.get("d_model")
     if d_model is None:
         return None
     denominator = rf"(?:np\.float(?:32|64)\(\s*{re.escape(d_model)}\s*\)|{re.escape(d_model)})"
-    twice = re.search(r"(?P<open>\(\s*)?2\s*\*\s*(?P<j>[A-Za-z_]\w*)(?P<close>\s*\))?\s*/",
-                      code)
+    twice = re.search(r"(?P<open>\(\s*)?2\s*\*\s*(?P<j>[A-Za-z_]\w*|\([^()]*\))"
+                      r"(?P<close>\s*\))?\s*/", code)
     if twice is not None:
         start = twice.start("open") if twice["open"] and twice["close"] else twice.start()
         end = twice.end("close") if twice["open"] and twice["close"] else twice.end("j")

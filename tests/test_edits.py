@@ -27,6 +27,10 @@ CASES = [
     (edits.positive_angle, NUMPY, "rot = np.exp(-1j * ang)", "rot = np.exp(1j * ang)"),
     (edits.positive_angle, TORCH, "f = torch.polar(torch.ones_like(a), -a)",
      "f = torch.polar(torch.ones_like(a), a)"),
+    # a loop whose i steps 0, 2, 4: the cos line's feature i + 1 is a pair index's double too
+    (edits.pair_index, edits.Context(False, "output", "numpy", {"d_model": "d_model"}),
+     "pe[p, i + 1] = math.cos(p / (10000 ** ((2 * (i + 1)) / d_model)))",
+     "pe[p, i + 1] = math.cos(p / (10000 ** ((2 * ((i + 1) // 2)) / d_model)))"),
     (edits.last_two_axes, NUMPY, "s = np.dot(Q, K.T) / np.sqrt(Q.shape[1])",
      "s = np.matmul(Q, K.swapaxes(-1, -2)) / np.sqrt(Q.shape[-1])"),
     (edits.last_two_axes, NUMPY, "return e / e.sum(axis=1, keepdims=True)",

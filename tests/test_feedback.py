@@ -457,7 +457,7 @@ def test_the_tracer_records_every_change_made_in_place(tmp_path: Path) -> None:
     exec(compile(source, str(path), "exec"), namespace)
     x = np.arange(6.0).reshape(2, 3)
     values = tracing.traced(lambda args: namespace["f"](*args), [x], lambda f: f == str(path))
-    recorded = [(line, name, np.asarray(array).tolist()) for _, line, _, name, array in values]
+    recorded = [(line, name, np.asarray(array).tolist()) for _, line, _, name, array, _ in values]
     zero = [0.0, 0.0, 0.0]
     assert recorded == [
         (3, "out", [zero, zero]),
@@ -468,3 +468,61 @@ def test_the_tracer_records_every_change_made_in_place(tmp_path: Path) -> None:
         (8, tracing.CHANGED_INPUT, [[0.0, 0.5, 1.0], [1.5, 2.0, 2.5]]),
         (10, "<return>", [zero, [6.0, 8.0, 10.0]]),
     ]
+    # the entries of one array changed in place share its first entry's chain
+    chains = [chain for *_, chain in values]
+    assert chains[0] == chains[2] == chains[3] == chains[4] != chains[1]
+    assert len(set(chains[5:]) | set(chains[:5])) == 4
+
+
+# --- real positional encodings and causal masks, as found (issue 33, items 5 and 6) ---
+
+PE_FIXTURES = SUBMISSIONS / "positional_encoding"
+
+
+@pytest.mark.parametrize("name", ["exponent_pair_twice_loops", "exponent_feature_tutorial_loops"])
+def test_a_fix_of_the_cos_line_also_fixes_the_sin_line(name: str, graded: Graded) -> None:
+    """A loop that writes the sine and the cosine of a pair on two lines writes the exponent's
+    mistake on both: the fix rewrites both, and is checked on the student's code as such."""
+    path = PE_FIXTURES / f"{name}.py"
+    lines = path.read_text().splitlines()
+    (finding,) = graded(path)["misconceptions"]
+    location = finding["location"]
+    sin_line = next(i for i, line in enumerate(lines, 1) if "sin(" in line)
+    assert [other["line"] for other in location.get("also", [])] == [sin_line]
+    assert location["fixed"] and location["also"][0]["fixed"] and location.get("checked")
+
+
+UNEXPLAINED_PE = sorted((SUBMISSIONS / "unexplained" / "positional_encoding").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", UNEXPLAINED_PE, ids=[p.stem for p in UNEXPLAINED_PE])
+def test_a_value_is_quoted_only_as_its_line_left_it(path: Path, graded: Graded) -> None:
+    """An array filled or turned into sines in place is quoted as the code left it, never as the
+    zeros it was allocated with nor as the angles it held before ``np.sin``: the number said
+    to be the output is the output's."""
+    located = graded(path)["located"]
+    code = located["location"]["code"]
+    assert "zeros" not in code and "np.array(" not in code
+    match = re.search(r"at index \((\d+), (\d+)\) yours is ([-\d.e]+)", located["message"])
+    assert match is not None
+    namespace: dict[str, Any] = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    sizes = re.search(r"n_positions=(\d+), d_model=(\d+)", str(graded(path)["checks"]))
+    assert sizes is not None  # the smallest failing call: the traced one the message reads
+    output = namespace["positional_encoding"](int(sizes[1]), int(sizes[2]))
+    assert float(match[3]) == pytest.approx(output[int(match[1]), int(match[2])], abs=1e-5)
+
+
+CAUSAL_NO_KEY = sorted((SUBMISSIONS / "causal_self_attention").glob("mask_[bi]*_*.py"))
+
+
+@pytest.mark.parametrize("path", CAUSAL_NO_KEY, ids=[p.stem for p in CAUSAL_NO_KEY])
+def test_a_causal_mistakes_evidence_is_not_read_from_a_row_left_without_keys(
+        path: Path, graded: Graded) -> None:
+    """The row the broken mask leaves without any key (the first with the diagonal blocked, the
+    last inverted) computes its fill value's whatever: the evidence quotes another row."""
+    (finding,) = graded(path)["misconceptions"]
+    evidence = finding["evidence"]
+    assert "nan" not in evidence.lower()
+    row = int(re.search(r"index \((\d+),", evidence)[1])  # type: ignore[index]
+    assert row != (0 if "blocks_self" in path.stem else 3)

@@ -199,6 +199,11 @@ def test_softmax_on_matrices_only(tmp_path: Path) -> None:
     _full_marks(_grade(tmp_path, folder, D2L_SOFTMAX.format(shift=shift), "stable"))
     assert _named(_grade(tmp_path, folder, D2L_SOFTMAX.format(shift=""), "d2l")) == [
         "unstable-softmax"]
+    # summed down the columns: the rows are every other axis of a probe, folded into one
+    columns = D2L_SOFTMAX.format(shift=" - X.max(0, keepdims=True)").replace("sum(1,", "sum(0,")
+    report = _grade(tmp_path, folder, columns, "columns")
+    assert _named(report) == ["softmax-wrong-axis"]
+    assert "axis=1" in report["misconceptions"][0]["fix"]
 
 
 COURSERA_SOFTMAX = """\
@@ -455,3 +460,86 @@ def test_whether_a_function_takes_the_arguments_is_answered_for_each_count_and_n
         return a
 
     assert check_binding(two, (1, 2, 3)) is None
+
+
+#: CS336's adapter in NumPy: RoPE always on (theta and the token positions are its arguments)
+CS336_ROPE_ATTENTION = """\
+    import numpy as np
+
+
+    def rope(x, theta, positions):
+        d = x.shape[-1]
+        angles = positions[:, None] * theta ** (-np.arange(0, d, 2) / d)
+        cos, sin = np.cos(angles), np.sin(angles)
+        out = np.empty_like(x)
+        out[..., 0::2] = x[..., 0::2] * cos - x[..., 1::2] * sin
+        out[..., 1::2] = x[..., 0::2] * sin + x[..., 1::2] * cos
+        return out
+
+
+    def run_multihead_self_attention_with_rope(d_model, num_heads, max_seq_len, theta,
+                                               q_proj_weight, k_proj_weight, v_proj_weight,
+                                               o_proj_weight, in_features, token_positions):
+        x = np.asarray(in_features, dtype=np.float64)
+        *lead, n, _ = x.shape
+        d_k = d_model // num_heads
+
+        def heads(w):
+            return (x @ np.asarray(w).T).reshape(*lead, n, num_heads, d_k).swapaxes(-2, -3)
+
+        positions = np.asarray(token_positions).reshape(-1, n)[0]
+        q = rope(heads(q_proj_weight), theta, positions)
+        k = rope(heads(k_proj_weight), theta, positions)
+        scores = q @ k.swapaxes(-1, -2) / np.sqrt(d_k)
+        scores = np.where(np.tril(np.ones((n, n), dtype=bool)), scores, -np.inf)
+        weights = np.exp(scores - scores.max(-1, keepdims=True))
+        weights /= weights.sum(-1, keepdims=True)
+        out = (weights @ heads(v_proj_weight)).swapaxes(-2, -3).reshape(*lead, n, d_model)
+        return out @ np.asarray(o_proj_weight).T
+    """
+
+
+def test_causality_is_checked_where_rope_is_always_on(tmp_path: Path) -> None:
+    """The causality checks (a later token changes no earlier output; one token attends to
+    itself) get a theta where the interface always applies RoPE, so they run there too."""
+    folder = _course(tmp_path, "causal_self_attention", "run_multihead_self_attention_with_rope",
+                     """\
+        parameters = ["d_model", "num_heads", "seq_len", "theta", "W_q", "W_k", "W_v", "W_o",
+                      "X", "positions_range"]
+        projections = "linear"
+        """)
+    causality = {"future-unseen", "single-token-itself"}
+    correct = _grade(tmp_path, folder, CS336_ROPE_ATTENTION, "correct")
+    _full_marks(correct)
+    assert causality <= {c["id"] for c in correct["checks"]}
+    assert not causality & {n["check"] for n in correct["metadata"].get("not_probed", [])}
+    unmasked = CS336_ROPE_ATTENTION.replace(
+        "scores = np.where(np.tril(np.ones((n, n), dtype=bool)), scores, -np.inf)", "pass")
+    report = _grade(tmp_path, folder, unmasked, "unmasked")
+    assert _named(report) == ["causal-mask-missing"]
+    assert [c["passed"] for c in report["checks"] if c["id"] == "future-unseen"] == [False]
+
+
+def test_a_class_reading_an_undeclared_global_is_an_interface_error(tmp_path: Path) -> None:
+    """A constructor that reads a module-level name the interface does not set (the GPT
+    lecture's `block_size`) cannot be built as the interface says: the staff's error to act on
+    (declare it under `globals`), not the student's runtime error; declared, it grades."""
+    source = """\
+        import numpy as np
+
+        class Softmax:
+            def __init__(self):
+                self.dim = dim
+
+            def __call__(self, x):
+                e = np.exp(x - x.max(axis=self.dim, keepdims=True))
+                return e / e.sum(axis=self.dim, keepdims=True)
+        """
+    folder = _course(tmp_path, "softmax", "Softmax", 'kind = "class"\nparameters = ["x"]\n')
+    report = _grade(tmp_path, folder, source, "undeclared")
+    assert report["status"] == "error"
+    (error,) = [e for e in report["errors"] if e["kind"] == "wrong-signature"]
+    assert "'dim'" in error["message"] and "globals" in error["message"]
+    declared = _course(tmp_path, "softmax", "Softmax",
+                       'kind = "class"\nparameters = ["x"]\nglobals = { dim = -1 }\n')
+    _full_marks(_grade(tmp_path, declared, source, "declared"))

@@ -387,7 +387,7 @@ def test_every_view_says_why_the_maximum_is_what_it_is(view: str, hidden: bool) 
 
 
 @pytest.mark.parametrize("preset,maximum", [("coursera-dls-look-ahead-mask", 6.5),
-                                            ("cs336-causal-self-attention-rope", 5.0)])
+                                            ("cs336-causal-self-attention-rope", 6.5)])
 def test_a_starter_readme_states_the_real_maximum(preset: str, maximum: float) -> None:
     """The kit's README promised 10 points where the course's interface leaves checks out."""
     from grader.core.assignments import get

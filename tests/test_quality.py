@@ -256,3 +256,33 @@ def test_every_view_says_the_same_rendered_right() -> None:
     bundle = Feedback(report)._repr_mimebundle_()
     assert set(bundle) == {"text/html", "text/plain"}
     assert bundle["text/plain"].startswith("attention-grader: attention")
+
+
+IDENTITY_ROPES = {
+    "returns_x": "def rope(x, positions=None, theta=10000.0):\n    return x\n",
+    # XCS224N's apply_rotary_emb left as handed out, its cache built and never used
+    "cache_unused": (
+        "import numpy as np\n\n\n"
+        "def rope(x, positions=None, theta=10000.0):\n"
+        "    d = x.shape[-1]\n"
+        "    angles = np.arange(x.shape[-2])[:, None] * theta ** (-np.arange(0, d, 2) / d)\n"
+        "    cache = np.stack([np.cos(angles), np.sin(angles)], axis=-1)\n"
+        "    return x.copy()\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(IDENTITY_ROPES))
+def test_a_rope_that_rotates_nothing_earns_a_fraction_of_one_values_check(
+        name: str, tmp_path: Any) -> None:
+    """The identity keeps norms, leaves position 0 alone and scores by distance: the conceptual
+    checks say nothing about it, so doing nothing earns less than half of one values check."""
+    from .conftest import grade_trusted
+
+    path = tmp_path / f"{name}.py"
+    path.write_text(IDENTITY_ROPES[name])
+    report = grade_trusted(path, "rope")
+    values = max(c["max_points"] for c in report["checks"] if c["id"].startswith("values"))
+    assert report["score"] <= values / 2
+    concepts = {"pair-norms-kept", "position-zero-identity", "relative-positions"}
+    assert all(not c["passed"] and "nothing is rotated" in c["message"]
+               for c in report["checks"] if c["id"] in concepts)

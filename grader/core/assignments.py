@@ -9,7 +9,7 @@ from functools import cache
 from typing import Any
 
 from grader import registry
-from grader.core.probes import DIAGNOSIS_ONLY
+from grader.core.probes import DIAGNOSIS_ONLY, stands_in_for
 from grader.core.tasks import Outputs, Task, build_probes, kept, task
 from grader.model import DEFAULT_SEED, Probe
 
@@ -93,8 +93,10 @@ class Assignment:
         """The task's probes that this assignment's interface can express; where it can express
         no scored masked probe (a course that takes valid lengths), the masked probes kept for
         diagnosis (prefix masks) are scored in their place."""
+        expressible = [p for p in build_probes(self.task.name, seed) if self.unexpressible(p) is None]
+        ids = {p.id for p in expressible}
         kept = _traced_where_expressible(
-            [p for p in build_probes(self.task.name, seed) if self.unexpressible(p) is None])
+            [p for p in expressible if stands_in_for(p) not in ids])
         if any("masked" in p.tags and DIAGNOSIS_ONLY not in p.tags for p in kept):
             return kept
         return [dataclasses.replace(p, tags=p.tags - {DIAGNOSIS_ONLY})
@@ -102,8 +104,12 @@ class Assignment:
 
     def left_out(self, seed: int = DEFAULT_SEED) -> dict[str, str]:
         """The task's probes this interface cannot express, each with the reason."""
-        reasons = {p.id: self.unexpressible(p) for p in build_probes(self.task.name, seed)}
-        return {probe_id: why for probe_id, why in reasons.items() if why is not None}
+        probes = build_probes(self.task.name, seed)
+        reasons = {p.id: self.unexpressible(p) for p in probes}
+        ran = {p.id for p in self.probes(seed)} | {stands_in_for(p) for p in self.probes(seed)}
+        return {probe_id: why for probe_id, why in reasons.items()
+                if why is not None and probe_id not in ran
+                and not any(p.id == probe_id and stands_in_for(p) for p in probes)}
 
     def unexpressible(self, probe: Probe) -> str | None:
         """Why the course's interface cannot take this probe's inputs, or None: a mask it

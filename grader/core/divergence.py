@@ -48,7 +48,7 @@ def first_divergence(assignment: Assignment, probes: Sequence[Probe],
     test input it gets wrong; None when no traced call shows it."""
     for probe, outcome in zip(probes, outcomes):
         if probe.traced and outcome.ok and outcome.traced and _wrong(assignment, probe, outcome):
-            found = _diverge(assignment, probe, outcome.traced, sources)
+            found = _diverge(assignment, probe, outcome.traced, sources, outcome.output)
             if found is not None:
                 return found
     return None
@@ -65,13 +65,15 @@ def _wrong(assignment: Assignment, probe: Probe, outcome: CallOutcome) -> bool:
 
 
 def _diverge(assignment: Assignment, probe: Probe, traced: Sequence[TracedValue],
-             sources: Sequence[str]) -> Divergence | None:
+             sources: Sequence[str], returned: Array | None = None) -> Divergence | None:
     correct = stages_of(assignment, {}, probe)
+    left = _left(traced)
     order = [stage for stage in correct if stage not in OPTIONAL]
     right: dict[str, int] = {}  # stage -> index in traced of its first matching value
     for stage in order:
         hit = next((i for i, t in enumerate(traced)
-                    if not t.changes_input and same(t.array, correct[stage])), None)
+                    if not t.changes_input and _telling(t.array, correct[stage])
+                    and same(t.array, correct[stage])), None)
         if hit is not None:
             right[stage] = hit
     if "output" in right:
@@ -86,9 +88,12 @@ def _diverge(assignment: Assignment, probe: Probe, traced: Sequence[TracedValue]
         target = correct[wrong]
         value = next(
             (t for i, t in enumerate(traced)
-             if i > after and not t.changes_input and _shaped_like(t.array, target)
+             if i > after and i in left and not t.changes_input and _shaped_like(t.array, target)
              and not any(same(t.array, v) for v in correct.values())), None)
         if value is not None:
+            if "output" in correct and returned is not None and \
+                    value.array.shape == returned.shape and same(value.array, returned):
+                wrong, target = "output", correct["output"]  # what the call returned
             place = quote(value.cell, value.line, stage_words()[wrong], sources)
             where = " (" + (f"code cell {value.cell}, " if value.cell else "") + f"line {value.line}"
             return Divergence(wrong, f"{_sentence(told_right, wrong, traced, right)}"
@@ -107,6 +112,20 @@ def _sentence(told_right: list[str], wrong: str | None, traced: Sequence[TracedV
         return gone[0].upper() + gone[1:]
     shown = [f"{stage_words()[s]} (line {traced[right[s]].line})" for s in told_right[-2:]]
     return f"Your code gets {' and '.join(shown)} right; {gone}"
+
+
+def _telling(value: Array, stage: Array) -> bool:
+    """Can ``value`` show that the code got ``stage`` right? Zeros matching one row or one
+    head of it (position 0's angles, a buffer not filled yet) show nothing."""
+    return value.shape == stage.shape or bool(np.any(value))
+
+
+def _left(traced: Sequence[TracedValue]) -> set[int]:
+    """The indices of the values the code left as they are: an array it goes on changing in
+    place (a buffer of zeros filled later, angles turned into their sines) is quoted only as
+    its last line left it."""
+    last = {t.chain: i for i, t in enumerate(traced)}
+    return {i for i, t in enumerate(traced) if t.chain < 0 or last[t.chain] == i}
 
 
 def _shaped_like(value: Array, target: Array) -> bool:

@@ -73,7 +73,8 @@ def explain(matcher: Matcher, misconception_id: str, recipe: Recipe,
         if alone is not None and alone.shape != correct.shape:
             alone = None
         # several mistakes: the index where this one alone departs most from the answer
-        gaps = gap(variant if alone is None else alone, correct)
+        gaps = _known(matcher, recipe, index, name, correct,
+                      gap(variant if alone is None else alone, correct))
         returned = outcome.returned(name)
         if returned is not None and returned.shape == correct.shape:
             # never an index where yours is right ("yours 1, correct 1"), where another index
@@ -108,6 +109,26 @@ def explain(matcher: Matcher, misconception_id: str, recipe: Recipe,
                      f"shape {tuple(correct.shape)}.")
     lines.append("Reproduce it with:\n" + call_text(assignment, probe))
     return "\n".join(lines)
+
+
+def _known(matcher: Matcher, recipe: Recipe, index: int, name: str, correct: Array,
+           gaps: Array) -> Array:
+    """``gaps`` with the rows diagnosis does not compare for this recipe set to 0 (a row the
+    broken mask leaves without any key computes whatever its fill value gives: the mistake is
+    shown on the other rows), unless the mistake shows on no other row (there the undefined
+    rows are its symptom)."""
+    task = matcher.assignment.task
+    rows = task.unknown_rows(recipe, matcher.probes[index]) if task.unknown_rows else None
+    per_row = name in task.row_outputs
+    if rows is None or not rows.any() or rows.all() or gaps.ndim < 2 - per_row:
+        return gaps
+    kept = gaps.copy()
+    if per_row:
+        kept[..., rows] = 0.0
+    else:
+        kept[..., rows, :] = 0.0
+    scale = 1.0 + float(np.nanmax(np.abs(correct), initial=0.0))
+    return kept if kept.max(initial=0.0) > 1e-6 * scale else gaps
 
 
 def _shown_first(matcher: Matcher, index: int) -> tuple[bool, bool, int, int]:

@@ -86,6 +86,9 @@ class Place:
     unused: bool = False
     #: ... and (cell, line) of the line whose value went on in its place, if one computed it
     unused_for: tuple[int | None, int] | None = None
+    #: (cell, line) of the other lines that wrote the mistaken values into the same array, in
+    #: place (a loop's sine line beside its cosine line)
+    writers: tuple[tuple[int | None, int], ...] = ()
 
 
 def locate(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
@@ -388,7 +391,9 @@ def _quoted(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[
     if first.fixed is None:
         return first
     others = []
-    for other in also_places(assignment, probes, outcomes, misconception_id, recipe, place):
+    written = [Place(cell, line, place.stage) for cell, line in place.writers]
+    for other in [*written, *also_places(assignment, probes, outcomes, misconception_id, recipe,
+                                         place)]:
         line = quote(other.cell, other.line, stage_words()[other.stage], sources)
         if line is not None:
             line = with_literal_fix(line, assignment, misconception_id, other.stage, sources,
@@ -437,6 +442,17 @@ def _where_batches_fail(assignment: Assignment, probes: Sequence[Probe],
         reasons = edits.two_d_only(quoted.code, context)
         where = line_words(quoted.cell, quoted.line)
         error = outcome.message.strip().splitlines()[-1].rstrip(".")
+        cause = None if reasons else _cause_above(quoted, context, sources)
+        if cause is not None:
+            cause = with_literal_fix(cause, assignment, finding.id, "batch", sources)
+        if cause is not None and cause.fixed:  # the crash follows from a line above it, with
+            # a rewrite of its own (``K_t = K.T``; a loop over ``shape[0]`` has none: not claimed)
+            fix = (f"{line_words(cause.cell, cause.line).capitalize()} works on 2-D inputs "
+                   f"only: " + "; ".join(edits.two_d_only(cause.code, context))
+                   + f". {where.capitalize()} is where batched inputs then fail ({error}).")
+            kept = tuple(o for o in quoted.also if o.line != cause.line)
+            return dataclasses.replace(finding, place=dataclasses.replace(cause, also=kept),
+                                       fix=fix)
         fix = (f"{where.capitalize()} works on 2-D inputs only: " + "; ".join(reasons) + "."
                if reasons else
                f"{where.capitalize()} fails on inputs with leading batch dimensions ({error}). "
@@ -448,6 +464,23 @@ def _where_batches_fail(assignment: Assignment, probes: Sequence[Probe],
                "before them.")
         return dataclasses.replace(finding, place=quoted, fix=fix)
     return finding
+
+
+def _cause_above(crashed: SourcePlace, context: edits.Context, sources: Sequence[str]
+                 ) -> SourcePlace | None:
+    """The nearest line above the one that failed, in the same function, that works on 2-D
+    inputs only (what the failing line then received), quoted; or None."""
+    tree = _parsed(sources[(crashed.cell or 1) - 1] if sources else "")
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                node.lineno < crashed.line <= (node.end_lineno or node.lineno):
+            for line in range(crashed.line - 1, node.lineno, -1):
+                above = quote(crashed.cell, line, "code that works on 2-D inputs only", sources)
+                if above is not None and edits.two_d_only(above.code, context):
+                    return above
+    return None
 
 
 _TARGET = re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<rhs>[^=].*)$")
@@ -604,7 +637,8 @@ def _first_place(assignment: Assignment, probe: Probe, traced: Sequence[TracedVa
                         and not any(_same(t.array, o) for o in right_forms)))]
         if hits:  # made first (a mistake) or, for a skipped step, made by the outermost code
             best = min(hits, key=lambda hit: hit[:2])[2]
-            return Place(best.cell, best.line, stage, used)
+            return Place(best.cell, best.line, stage, used,
+                         writers=_writers(traced, best, value, correct.get(stage)))
     return None
 
 
@@ -615,6 +649,26 @@ def _mask_forms(value: Array) -> tuple[Array, ...]:
     if not value.size or value.dtype.kind != "f" or not np.isin(value, (0.0, 1.0)).all():
         return (value,)
     return value, 1.0 - value, np.where(value > 0.5, 0.0, -np.inf)
+
+
+def _writers(traced: Sequence[TracedValue], best: TracedValue, value: Array,
+             right: Array | None) -> tuple[tuple[int | None, int], ...]:
+    """The other lines that filled ``best``'s array in place with the mistaken values (where
+    they differ from the right ones): code that writes a stage element by element or slice by
+    slice writes the same mistake on each of those lines."""
+    if right is None or right.shape != value.shape or best.array.shape != value.shape:
+        return ()
+    chain = [t for t in traced if t.chain == best.chain and t.array.shape == value.shape]
+    wrong = ~np.isclose(value, right, rtol=1e-5, atol=1e-7)
+    found: dict[tuple[int | None, int], None] = {}
+    for before, after in zip(chain, chain[1:]):
+        written = ~np.isclose(before.array, after.array, rtol=0, atol=0, equal_nan=True)
+        mistaken = written & wrong & np.isclose(after.array, value, rtol=1e-5, atol=1e-7)
+        if mistaken.any() and (after.cell, after.line) != (best.cell, best.line):
+            found.setdefault((after.cell, after.line))
+        if after is best:
+            break
+    return tuple(found)
 
 
 def _unused_value(traced: Sequence[TracedValue], mistaken: Mapping[str, Array],

@@ -27,6 +27,15 @@ UNDERFLOW_OFFSETS = (0.0, -1500.0, -3000.0)
 #: interface can express only some kinds of input is diagnosed as strictly as the others; a
 #: masked one is scored where the interface can express no other masked probe (valid lengths)
 DIAGNOSIS_ONLY = "diagnosis-only"
+#: a probe's tag ``stands-in:ID``: it runs only where probe ID cannot (the same concept check,
+#: with an argument that interface needs: a theta where RoPE is always on), and its outcome is
+#: read as that probe's
+STANDS_IN = "stands-in:"
+
+
+def stands_in_for(probe: Probe) -> str | None:
+    """The probe this one stands in for, or None."""
+    return next((t.removeprefix(STANDS_IN) for t in probe.tags if t.startswith(STANDS_IN)), None)
 
 
 def scored_only(probes: Sequence[Probe], *aligned: Sequence[Any]) -> tuple[list[Any], ...]:

@@ -17,7 +17,7 @@ from grader.core import concepts, tiling
 from grader.core.assignments import Assignment, Outputs
 from grader.core.compare import mismatch_message, tolerance_for
 from grader.core.evidence import first_mutated_input
-from grader.core.probes import DIAGNOSIS_ONLY, scored_only
+from grader.core.probes import DIAGNOSIS_ONLY, scored_only, stands_in_for
 from grader.model import CallOutcome, CheckResult, Probe
 
 #: partial credit is given in whole steps of this many points, so that every view of the score
@@ -133,6 +133,8 @@ def score_checks(assignment: Assignment, probes: Sequence[Probe],
     mismatches = [probe_mismatch(p, o, r, assignment.outputs)
                   for p, o, r in zip(probes, outcomes, references)]
     by_id = {p.id: (p, o) for p, o in zip(probes, outcomes)}
+    for probe, outcome in zip(probes, outcomes):  # read as the probe it stands in for
+        by_id.setdefault(stands_in_for(probe) or probe.id, (probe, outcome))
     verdicts = concepts.evaluate(assignment.task.concepts, by_id)
     concept_verdicts = {c.id: (c, ok, msg) for c, ok, msg in verdicts}
     results: list[CheckResult] = []
@@ -156,7 +158,7 @@ def probed_checks(assignment: Assignment, probes: Sequence[Probe]) -> list[dict[
     """The rubric's checks that these probes can decide (an interface that cannot express some
     probes, a mask where it takes lengths, say, leaves the checks built on them out)."""
     probes = [p for p in probes if DIAGNOSIS_ONLY not in p.tags]
-    ids = {p.id for p in probes}
+    ids = {stands_in_for(p) or p.id for p in probes}
     needs = {c.id: set(c.needs) for c in assignment.task.concepts}
     kept = []
     for spec in assignment.rubric()["checks"]:

@@ -298,6 +298,11 @@ def _build_module(cls, spec, values):
     except TypeError as exc:
         raise InterfaceError(f"`{cls.__name__}({', '.join(keywords)})` cannot be constructed: "
                              f"{exc}") from exc
+    except NameError as exc:  # a module-level name the course's code reads (the GPT lecture's
+        # block_size) that the interface does not set: the staff's to declare
+        raise InterfaceError(f"`{cls.__name__}({', '.join(keywords)})` cannot be constructed: "
+                             f"{exc}; if the course's code defines it at module level, the "
+                             "interface's `globals` sets it") from exc
     if not _is_torch_module(module):
         return _set_numpy_weights(module, spec, values)
     import torch

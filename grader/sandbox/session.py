@@ -193,9 +193,11 @@ def _traced_values(places: object, arrays: dict[str, Any]) -> tuple[TracedValue,
         if not (isinstance(line, int) and isinstance(depth, int) and 0 < line < 1_000_000):
             continue
         cell = _CELL_FILE.fullmatch(str(place.get("file")))
+        chain = place.get("chain")
         values.append(TracedValue(int(cell.group(1)) if cell else None, line,
                                   max(0, min(depth, 100)), array,
-                                  place.get("name") == CHANGED_INPUT))
+                                  place.get("name") == CHANGED_INPUT,
+                                  chain if isinstance(chain, int) else -1 - index))
     return tuple(values)
 
 

@@ -84,7 +84,9 @@ class Recorder:
 
     def __init__(self, is_student_file):
         self.is_student_file = is_student_file
-        self.values = []  # [filename, line, depth, name, array]
+        # [filename, line, depth, name, array, chain]: ``chain`` is the index of the entry that
+        # first recorded the object (the entries of one array changed in place share it)
+        self.values = []
         self.current = {}  # (frame id, name) -> (object id, index in values, _raw of the value)
         self.previous_line = {}  # frame id -> the line that ran last in that frame
         self.depth = {}  # frame id -> how deep below the graded function
@@ -155,11 +157,11 @@ class Recorder:
                 return
             if entry[0] is None:  # a test input, changed in place by this line: said once
                 entry[0] = CHANGED_INPUT
-                self.values.append([filename, line, depth, CHANGED_INPUT, array])
+                self.values.append([filename, line, depth, CHANGED_INPUT, array, entry[5]])
             elif len(self.values) < MAX_VALUES:
                 # changed in place, by this line: a value of its own (what it held before
                 # stays, as code that fills an array slice by slice computes a stage each time)
-                self.values.append([filename, line, depth, name, array])
+                self.values.append([filename, line, depth, name, array, entry[5]])
                 self.current[key] = (id(value), len(self.values) - 1, _raw(value))
             else:
                 self.full = True
@@ -168,13 +170,13 @@ class Recorder:
         if array is None:
             return
         if filename is None:  # an input: watched for changes, never reported as computed
-            self.values.append([None, 0, 0, name, array])
+            self.values.append([None, 0, 0, name, array, len(self.values)])
             self.current[key] = (id(value), len(self.values) - 1, _raw(value))
             return
         if len(self.values) >= MAX_VALUES:
             self.full = True
             return
-        self.values.append([filename, line, depth, name, array])
+        self.values.append([filename, line, depth, name, array, len(self.values)])
         if key is not None:
             self.current[key] = (id(value), len(self.values) - 1, _raw(value))
 

@@ -442,9 +442,10 @@ def trace_call(invoke, call, arrays, blob, parts):
     ``trace.py``); their places go in the answer, the arrays into ``parts``."""
     args, _ = build_args(call, arrays, blob)
     places, returned = [], []
-    for filename, line, depth, name, array in tracing.traced(invoke, args, is_student_file,
-                                                             returned):
-        places.append({"file": filename, "line": line, "depth": depth, "name": name})
+    for filename, line, depth, name, array, chain in tracing.traced(invoke, args,
+                                                                    is_student_file, returned):
+        places.append({"file": filename, "line": line, "depth": depth, "name": name,
+                       "chain": chain})
         parts.append((f"trace:{len(places) - 1}", array))
     if returned:  # the traced run's own answer: the grader quotes only a run that agrees
         parts.append(("trace-output", next(iter(returned[0].values()))))

@@ -11,6 +11,7 @@ import numpy as np
 from grader.core.concepts import Concept, Outcomes, Verdict, close, output_of
 from grader.core.probes import (
     STABILITY_OFFSET,
+    STANDS_IN,
     UNDERFLOW_OFFSETS,
     Maker,
     new_probe,
@@ -42,7 +43,7 @@ def make_probes(make: Maker) -> list[Probe]:
         apart[:, 4 * head + 2] = 1.0
         apart[:, 4 * head + 3] = np.array(UNDERFLOW_OFFSETS) * 2.0
         w_k_apart[:, 4 * head + 3] = eye[4 * head + 2]
-    return [
+    probes = [
         new_probe("far-apart-rows", (apart, eye, w_k_apart, w8[2], w8[3], 2), "unbatched",
                   "large", bank=("B-10",)),
         new_probe("two-heads", (g(5, 8), *w8, 2), "unbatched", bank=("A-edge-6",), traced=True,
@@ -69,6 +70,11 @@ def make_probes(make: Maker) -> list[Probe]:
         new_probe("single-token", (g(1, 8), *w8, 2), "unbatched", "concept",
                   bank=("A-edge-3",)),
     ]
+    # the same checks where the interface always applies RoPE (CS336's adapter): the same
+    # inputs with a theta, run only where the probes above cannot be
+    return probes + [new_probe(f"{p.id}-rope", (*p.args, 10000.0), *p.tags, "rope",
+                               f"{STANDS_IN}{p.id}", bank=p.question_bank)
+                     for p in probes[-3:]]
 
 
 def _future_unseen(r: Outcomes) -> Verdict:
@@ -84,7 +90,7 @@ def _future_unseen(r: Outcomes) -> Verdict:
 
 def _single_token(r: Outcomes) -> Verdict:
     probe = r["single-token"][0]
-    x, _, _, w_v, w_o, _ = probe.args
+    x, w_v, w_o = probe.args[0], probe.args[3], probe.args[4]  # (RoPE or not: position 0)
     out = output_of(r, "single-token")
     expected = x @ w_v @ w_o
     ok = close(out, expected, 1e-6)

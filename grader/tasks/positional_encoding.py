@@ -75,6 +75,14 @@ def _encoding_fields(probe: Probe, recipe: Recipe) -> dict[str, object]:
     return {"n_positions": n_positions, "d_model": d_model, "half": d_model // 2}
 
 
+def _position_zero(recipe: Recipe, probe: Probe) -> np.ndarray:
+    """Row 0 (position 0) is never compared: codes that keep it for padding zero it, and it
+    holds only sin 0 and cos 0 whatever the frequencies, so the other rows tell every mistake
+    (a mistake in the frequencies with a zeroed row 0 is still named)."""
+    n_positions = probe.args[0]
+    return np.arange(n_positions) == 0
+
+
 #: what the stages of its pipeline are, in a sentence's words (``grader.core.locate``)
 STAGE_WORDS = {
     "positions": "the positions", "frequencies": "the frequencies",
@@ -84,4 +92,5 @@ STAGE_WORDS = {
 
 
 TASK = Task("positional_encoding", positional_encoding.reference, positional_encoding.pipeline,
-            make_probes, CONCEPTS, _encoding_fields, stage_words=STAGE_WORDS)
+            make_probes, CONCEPTS, _encoding_fields, unknown_rows=_position_zero,
+            stage_words=STAGE_WORDS)

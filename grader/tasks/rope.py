@@ -39,10 +39,24 @@ def make_probes(make: Maker) -> list[Probe]:
     ]
 
 
+#: what the three checks below say of code that rotates nothing: each property holds for the
+#: identity too, and partial credit for doing nothing is none
+UNROTATED = ("your output is its input at every position: nothing is rotated, so this "
+             "property of the rotation says nothing yet.")
+
+
+def _unrotated(r: Outcomes) -> bool:
+    """Does the code give back its input at positions other than 0 ("jumps")?"""
+    x, out = r["jumps"][0].args[0], output_of(r, "jumps")
+    return out.shape == x.shape and close(out, x, 1e-9)
+
+
 def _norms_kept(r: Outcomes) -> Verdict:
     x, out = r["jumps"][0].args[0], output_of(r, "jumps")
     if out.shape != x.shape:
         return False, f"the output should have the input's shape {x.shape}; got {out.shape}."
+    if _unrotated(r):
+        return False, UNROTATED
     norms_in = np.hypot(x[..., 0::2], x[..., 1::2])
     norms_out = np.hypot(out[..., 0::2], out[..., 1::2])
     ok = close(norms_out, norms_in, 1e-6)
@@ -52,6 +66,8 @@ def _norms_kept(r: Outcomes) -> Verdict:
 
 def _position_zero(r: Outcomes) -> Verdict:
     x, out = r["position-zero"][0].args[0], output_of(r, "position-zero")
+    if _unrotated(r):
+        return False, UNROTATED
     ok = close(out, x, 1e-9)
     return ok, ("at position 0 the rotation is the identity." if ok else
                 "every token at position 0 should come back unchanged (a rotation by angle 0).")
@@ -61,6 +77,8 @@ def _relative(r: Outcomes) -> Verdict:
     out = output_of(r, "relative")
     if out.shape != (4, 8):
         return False, f"the output should have shape (4, 8); got {out.shape}."
+    if _unrotated(r):
+        return False, UNROTATED
     near, far = float(out[0] @ out[1]), float(out[2] @ out[3])
     ok = abs(near - far) <= 1e-6 * max(1.0, abs(near))
     return ok, ("the rotated query and key score the same at positions (0, 3) and (5, 8): "
@@ -73,9 +91,9 @@ CONCEPTS: tuple[Concept, ...] = (
     Concept("pair-norms-kept", "RoPE keeps each pair's length", ("A-why-6",), ("jumps",),
             _norms_kept),
     Concept("position-zero-identity", "Position 0 is the identity", ("A-why-6",),
-            ("position-zero",), _position_zero),
+            ("position-zero", "jumps"), _position_zero),
     Concept("relative-positions", "Rotated scores depend only on the distance", ("A-why-6",),
-            ("relative",), _relative),
+            ("relative", "jumps"), _relative),
 )
 
 

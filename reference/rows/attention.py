@@ -207,10 +207,21 @@ ROWS: tuple[Misconception, ...] = (
         "along a different axis (for example it ignores the `axis` argument and always uses the "
         "last one).",
         ("A-err-1", "B-2"),
-        variants_of("axis", "last", "first", "second", only=("softmax",)),
+        variants_of("axis", "last", "first", "second", "others", only=("softmax",)),
         "asked for axis={axis}, your slices sum to 1 along another axis",
         fix=('Use the `axis` argument you are given in both the max and the sum '
              '(`axis=axis, keepdims=True`), not a fixed axis.'),
+        in_conventions=MappingProxyType({
+            # a course whose softmax takes the rows of a matrix, and no axis (``ndim = 2``)
+            "ndim:2": Wording(
+                "Your softmax normalises down the columns instead of along each row",
+                "Here the softmax takes a matrix and makes each row (the last axis) a "
+                "distribution that sums to 1. Summing down the columns (axis 0) makes the rows "
+                "compete for each column instead, and no row sums to 1.",
+                "Take the max and the sum along each row, `axis=1` (or `axis=-1`) with "
+                "`keepdims=True`, in both.",
+                "your columns sum to 1 instead of your rows"),
+        }),
         stages=('output',),
         rewrites=(edits.right_axis,),
         also=("shifted", "exponentials"),

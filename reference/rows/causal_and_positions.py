@@ -150,11 +150,12 @@ ROWS: tuple[Misconception, ...] = (
         "The sine and the cosine of one pair share one frequency, 1 / 10000**(2i / d_model), "
         "where i is the pair (feature j // 2). Using the feature j itself (`2 * j / d_model`, "
         "or `j / d_model`) gives the two features of a pair different frequencies, and the "
-        "pairs are no longer rotations of each other.",
+        "pairs are no longer rotations of each other; a loop whose i steps 0, 2, 4, ... is "
+        "already 2 * (pair), so `2 * i / d_model` there counts the two twice.",
         ("A-why-6",),
-        variants_of("pe_exponent", "feature_twice", "feature", only=PE),
-        "your features 2i and 2i + 1 have different frequencies: the exponent follows the "
-        "feature, not the pair",
+        variants_of("pe_exponent", "feature_twice", "feature", "pair_twice", only=PE),
+        "your frequencies follow the feature index, not the pair's: features 2i and 2i + 1 "
+        "should share the frequency 10000**(-2i / d_model)",
         fix="Use the pair index in the exponent: `2 * (j // 2) / d_model` for feature j (the "
             "same for its sine and its cosine).",
         stages=("pair_frequencies", "frequencies", "pair_angles", "angles", "output"),

@@ -36,8 +36,9 @@ def pipeline(recipe: Recipe, n_positions: int, d_model: int,
         pair, is_sin = feature % half, feature < half
     if choice(recipe, "pe_trig") == "swapped":
         is_sin = ~is_sin
+    # "pair_twice": 2 * i with i stepping 0, 2, 4, ... (the loop's i is the pair's first feature)
     exponent = {"pair": 2 * pair, "feature_twice": 2 * feature, "feature": feature,
-                "missing_two": pair}[choice(recipe, "pe_exponent")] / d_model
+                "pair_twice": 4 * pair, "missing_two": pair}[choice(recipe, "pe_exponent")] / d_model
     frequency = 10000.0 ** (exponent if choice(recipe, "pe_frequency") == "multiply"
                             else -exponent)
     first = 1 if choice(recipe, "pe_positions") == "from_one" else 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -26,7 +28,11 @@ def reference(x: ArrayLike, axis: int = -1) -> tuple[NDArray[np.float64]]:
 def pipeline(recipe: Recipe, x: Array, axis: int = -1,
              record: Stages | None = None) -> tuple[Array]:
     """The ``softmax`` task under ``recipe``: (output,)."""
-    used_axis = {"given": axis, "last": -1, "first": 0, "second": 1}[choice(recipe, "axis")]
+    # "others": every axis but the given one, at once (code that takes a matrix of rows only,
+    # ``ndim = 2``, and sums down its columns: the rows are every other axis folded into one)
+    others = tuple(a for a in range(np.ndim(x)) if a != axis % max(1, np.ndim(x)))
+    axes: dict[str, Any] = {"given": axis, "last": -1, "first": 0, "second": 1, "others": others}
+    used_axis = axes[choice(recipe, "axis")]  # (an int, or a tuple NumPy takes as well)
     how = choice(recipe, "normalize")
     with np.errstate(all="ignore"):
         if how == "global":

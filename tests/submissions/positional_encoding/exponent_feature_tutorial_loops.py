@@ -1,0 +1,14 @@
+# expect: pe-exponent-uses-feature
+import math
+
+import numpy as np
+
+
+def positional_encoding(n_positions, d_model):
+    pe = np.zeros((n_positions, d_model))
+    for pos in range(n_positions):
+        for i in range(0, d_model, 2):
+            pe[pos, i] = math.sin(pos / (10000 ** ((2 * i) / d_model)))
+            pe[pos, i + 1] = math.cos(pos / (10000 ** ((2 * (i + 1)) / d_model)))
+    return pe
+# where: pe-exponent-uses-feature=12
