@@ -94,7 +94,8 @@ class Assignment:
         no scored masked probe (a course that takes valid lengths), the masked probes kept for
         diagnosis (prefix masks) are scored in their place."""
         kept = _traced_where_expressible(
-            [p for p in build_probes(self.task.name, seed) if self.unexpressible(p) is None])
+            [self.with_fixed(p) for p in build_probes(self.task.name, seed)
+             if self.unexpressible(p) is None])
         if any("masked" in p.tags and DIAGNOSIS_ONLY not in p.tags for p in kept):
             return kept
         return [dataclasses.replace(p, tags=p.tags - {DIAGNOSIS_ONLY})
@@ -122,9 +123,29 @@ class Assignment:
             return "the interface takes valid lengths, not arbitrary masks"
         if interface.self_attention_only and canonical.get("X_q") is not canonical.get("X_kv"):
             return "the interface is self-attention only"
+        if interface.causal_square_only and canonical.get("causal") and \
+                probe.args[0].shape[-2] != probe.args[1].shape[-2]:
+            return "the course's causal flag is defined for as many keys as queries"
+        if "concept" in probe.tags and any(
+                name in canonical and canonical[name] != value for name, value in interface.fixed):
+            return f"the course's code fixes {', '.join(dict(interface.fixed))} inside"
         if self.task.unexpressible is not None:
             return self.task.unexpressible(interface, canonical, parameters)
         return None
+
+    def with_fixed(self, probe: Probe) -> Probe:
+        """The probe as the course's code runs it: the arguments it fixes inside (CS336's tile
+        sizes) given their fixed values, so that the reference and the variants compute what
+        that code computes."""
+        if not self.interface.fixed:
+            return probe
+        defaults = dict(self.task.canonical.defaults)
+        fixed = dict(self.interface.fixed)
+        names = self.arg_names
+        last = max(names.index(name) for name in fixed) + 1
+        args = list(probe.args) + [defaults.get(name) for name in names[len(probe.args):last]]
+        args = [fixed.get(name, value) for name, value in zip(names, args)]
+        return dataclasses.replace(probe, args=tuple(args))
 
     def rubric(self) -> dict[str, Any]:
         return registry.rubric_of(self.info)
