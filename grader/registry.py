@@ -304,6 +304,9 @@ class Interface:
     #: the course's causal flag is defined for as many keys as queries only (CS336's test
     #: compares query i with key i): causal inputs with more keys are not probed
     causal_square_only: bool = False
+    #: sequences the course's code takes at one width d, the first one's (CS336's Q, K and V
+    #: are all (batch, n, d)): each test input's others are made that wide
+    equal_widths: tuple[str, ...] = ()
 
     @property
     def stateful(self) -> bool:
@@ -371,7 +374,7 @@ INTERFACE_KEYS: dict[str, Any] = {
     "keywords": dict, "constants": dict, "none": list, "mask_always": bool, "method": str,
     "ndim": int, "axis": int, "globals": dict, "squeeze": int, "pairs": str,
     "factory": bool, "backward": dict, "gradients_from": dict, "saved_outputs": dict,
-    "fixed": dict, "causal_square_only": bool,
+    "fixed": dict, "causal_square_only": bool, "equal_widths": list,
 }
 #: the keys of ``[interface.backward]``
 BACKWARD_KEYS: dict[str, Any] = {"method": str, "parameters": list, "gradients": str}
@@ -628,7 +631,11 @@ def _stateful_options(canonical: Canonical, data: dict[str, Any], kind: str,
     if data.get("causal_square_only") and "causal" not in canonical.arguments:
         raise ValueError(f"{where}: causal_square_only is for tasks with a causal argument; "
                          f"the {task} task has none")
-    return {"factory": bool(data.get("factory", False)), **backward,
+    widths = tuple(str(w) for w in data.get("equal_widths", ()))
+    if widths and (len(widths) < 2 or any(w not in canonical.sequences for w in widths)):
+        raise ValueError(f"{where}: equal_widths names two or more of the {task} task's "
+                         f"sequences ({', '.join(canonical.sequences) or 'none'})")
+    return {"factory": bool(data.get("factory", False)), **backward, "equal_widths": widths,
             "gradients_from": tuple(gradients_from.items()),
             "saved_outputs": tuple(saved.items()), "fixed": fixed,
             "causal_square_only": bool(data.get("causal_square_only", False))}

@@ -133,22 +133,51 @@ class Assignment:
             return self.task.unexpressible(interface, canonical, parameters)
         return None
 
+    @property
+    def adapts_probes(self) -> bool:
+        """Does the course's interface change the test inputs (``with_fixed``)?"""
+        return bool(self.interface.fixed or self.interface.equal_widths)
+
     def with_fixed(self, probe: Probe) -> Probe:
         """The probe as the course's code runs it: the arguments it fixes inside (CS336's tile
-        sizes) given their fixed values, so that the reference and the variants compute what
-        that code computes."""
-        if not self.interface.fixed:
+        sizes) given their fixed values, and its sequences of one width made that wide, so
+        that the reference and the variants compute what that code computes."""
+        if not self.adapts_probes:
             return probe
+        return dataclasses.replace(probe, args=self.course_inputs(probe.args))
+
+    def course_inputs(self, given: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A test input's arguments as the course's code runs them (``with_fixed``)."""
+        interface = self.interface
+        if not self.adapts_probes:
+            return given
+        probe = Probe("", tuple(given), frozenset())
         defaults = dict(self.task.canonical.defaults)
-        fixed = dict(self.interface.fixed)
+        fixed = dict(interface.fixed)
         names = self.arg_names
-        last = max(names.index(name) for name in fixed) + 1
+        last = max([names.index(name) + 1 for name in fixed] + [len(probe.args)])
         args = list(probe.args) + [defaults.get(name) for name in names[len(probe.args):last]]
         args = [fixed.get(name, value) for name, value in zip(names, args)]
-        return dataclasses.replace(probe, args=tuple(args))
+        if interface.equal_widths:
+            args = _equal_widths(args, [names.index(n) for n in interface.equal_widths])
+        return tuple(args)
 
     def rubric(self) -> dict[str, Any]:
         return registry.rubric_of(self.info)
+
+
+def _equal_widths(args: list[Any], positions: list[int]) -> list[Any]:
+    """The arrays at ``positions`` made as wide as the first: columns cut, or repeated in turn
+    (the new ones are the array's own values, so dyadic inputs stay dyadic)."""
+    import numpy as np
+
+    width = args[positions[0]].shape[-1]
+    for position in positions[1:]:
+        array = args[position]
+        if array.shape[-1] != width:
+            columns = np.arange(width) % array.shape[-1]
+            args[position] = np.ascontiguousarray(array[..., columns])
+    return args
 
 
 def _shared(mask: Any) -> bool:
@@ -165,6 +194,17 @@ def _prefix_mask(mask: Any) -> bool:
     counts = mask.sum(axis=-1, keepdims=True)
     return bool(np.array_equal(mask, np.arange(mask.shape[-1]) < counts)) and bool(
         (counts > 0).all())
+
+
+def probe_inputs(name: str, probe_id: str, seed: int = 0) -> tuple[Any, ...]:
+    """The arguments of one test input, fresh copies: of a task's (by its name), or as an
+    assignment whose interface adapts the test inputs runs it (by its ID or folder)."""
+    from grader.core import tasks
+
+    if name in tasks.tasks():
+        return tasks.probe_inputs(name, probe_id, seed)
+    assignment = get(name)
+    return assignment.course_inputs(tasks.probe_inputs(assignment.task.name, probe_id, seed))
 
 
 @cache
