@@ -1,6 +1,5 @@
 # expect: row-sum-misbroadcast
-# The softmax layer's row sum loses its axis; with the course's all-ones upstream gradient the
-# right answer is 0 and so is this one, and its square test shapes run without an error.
+# The softmax layer's row sum loses its axis, so NumPy lines it up with the wrong one.
 import numpy as np
 
 
