@@ -360,3 +360,26 @@ def test_cmu_attention_fixture_its_own_test_passes_is_named_here() -> None:
         results.append(layer.backward(np.ones_like(out)))
     for mine, expected in zip(*results):
         assert np.allclose(mine, expected, rtol=1e-4, atol=1e-4)
+
+
+# --- through the sandbox ---------------------------------------------------------------------
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("fixture", [
+    "cmu-11785-attention-backward/backward_missing_scale.py",
+    "cmu-11785-softmax-backward/correct_handout.py",
+    "torch-autograd-attention-backward/dk_not_transposed.py",
+    "cs336-a2-flash-attention-forward/remainder_tile_dropped.py",
+])
+def test_the_child_calls_steps_in_the_sandbox_as_in_process(fixture: str, graded: Any) -> None:
+    """The sandbox's child runs the steps (forward then backward, .apply and .grad, saved
+    tensors) as the in-process grading of the fixtures does: the same score and names."""
+    from grader import grade
+
+    path = PRESETS / fixture
+    if "torch" in path.read_text():
+        pytest.importorskip("torch")
+    report = grade(path, assignment=path.parent.name)
+    expected = graded(path)
+    assert (report["score"], [m["id"] for m in report["misconceptions"]]) == (
+        expected["score"], [m["id"] for m in expected["misconceptions"]])
