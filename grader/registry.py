@@ -69,7 +69,7 @@ INTERFACE_CHOICES = {
     "dtype": ("float64", "float32"),
     "projections": ("x@W", "linear"),
     "batch": ("any", "one", "heads"),
-    "mask_shape": ("full", "shared"),
+    "mask_shape": ("full", "shared", "broadcast"),
     "fused": ("blocks", "per-head"),
     "pairs": ("interleaved", "halves"),
 }
@@ -242,7 +242,9 @@ class Interface:
     dtype: str = "float64"
     projections: str = "x@W"
     batch: str = "any"
-    #: "shared": one (n, m) mask for the whole batch, as CS231n's attn_mask (S, T)
+    #: "shared": one (n, m) mask for the whole batch, as CS231n's attn_mask (S, T);
+    #: "broadcast": a mask the same for every leading index is given as one (n, m) matrix for
+    #: the code to broadcast (CMU 11-785: "(N, ..., H, L, S) or broadcastable"), others whole
     mask_shape: str = "full"
     self_attention_only: bool = False
     #: class submissions: constructor keywords (a derived argument's name, or a number)

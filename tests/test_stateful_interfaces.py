@@ -22,7 +22,7 @@ from grader.core.assignments import get
 from grader.sandbox import interface
 from grader.sandbox.returns import check_binding
 
-from .conftest import SUBMISSIONS, run_cli
+from .conftest import SUBMISSIONS, grade_trusted, run_cli
 
 PRESETS = SUBMISSIONS / "presets"
 
@@ -383,3 +383,23 @@ def test_the_child_calls_steps_in_the_sandbox_as_in_process(fixture: str, graded
     expected = graded(path)
     assert (report["score"], [m["id"] for m in report["misconceptions"]]) == (
         expected["score"], [m["id"] for m in expected["misconceptions"]])
+
+
+def test_a_cmu_mask_that_works_only_at_full_shape_fails_where_the_course_allows_less(
+        tmp_path: Path) -> None:
+    """CMU's mask is "(N, ..., H, L, S) or broadcastable": one (L, S) matrix for every batch and
+    head reaches the code as that (``mask_shape = "broadcast"``), so boolean indexing, right
+    at full shape, fails on the masked test inputs with its line; no mistake is claimed."""
+    source = (PRESETS / "cmu-11785-attention-backward" / "correct_swapaxes.py").read_text()
+    source = source.replace("# expect:\n", "").replace(
+        "scores = np.where(mask, -self.eps, scores)", "scores[mask] = -self.eps")
+    path = tmp_path / "full_shape_only.py"
+    path.write_text(source)
+    report = grade_trusted(path, "cmu-11785-attention-backward")
+    assert report["misconceptions"] == []
+    assert 0 < report["score"] < report["max_score"]
+    [error] = report["errors"]
+    assert error["kind"] == "runtime-error" and "in forward" in error["message"]
+    assert "boolean index did not match" in error["message"]
+    failed = {c["id"] for c in report["checks"] if not c["passed"]}
+    assert "values-masked" in failed and "values-2d" not in failed

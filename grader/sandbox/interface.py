@@ -48,7 +48,7 @@ def _canonical(task, args):
 LEADING_AXES = {"one": 1, "heads": 2}
 
 
-def _fold_leading(values, task, axes):
+def _fold_leading(values, task, axes, mask_shape="full"):
     """The probe's leading axes made exactly ``axes`` (1: one batch axis; 2: (B, h)), unit ones
     added in front for fewer, the first ones folded for more; the shape to restore."""
     sequences = task.get("sequences")
@@ -70,6 +70,10 @@ def _fold_leading(values, task, axes):
     mask = values.get("mask")
     if mask is not None:
         n, m = values[first].shape[-2], values[task["keys"]].shape[-2]
+        if mask_shape == "broadcast" and all(size == 1 for size in mask.shape[:-2]):
+            values["mask"] = _ascontiguous(np.broadcast_to(mask, mask.shape[:-2] + (n, m))
+                                           ).reshape(n, m)  # (one matrix, broadcast by the code)
+            return leading, axes
         values["mask"] = _ascontiguous(np.broadcast_to(mask, leading + (n, m))).reshape(
             folded + (n, m))
     return leading, axes
@@ -123,7 +127,7 @@ def course_arguments(spec, task, args):
             if name in values:
                 values[name] = _ascontiguous(values[name].T)
     axes = LEADING_AXES.get(spec.get("batch", "any"))
-    leading = _fold_leading(values, task, axes) if axes else None
+    leading = _fold_leading(values, task, axes, spec.get("mask_shape")) if axes else None
     if back is not None:
         leading = back if leading is None else _then(leading, back)
     if spec.get("axis") is not None or spec.get("ndim"):  # (only a task with an axis has them)
