@@ -184,6 +184,35 @@ def test_gradients_of_one_input_passed_twice_are_summed_and_weights_read_from_at
     np.testing.assert_allclose(dw, (x_q + 2 * x_kv).T @ d_y)
 
 
+def test_a_weight_gradient_of_a_linear_layer_is_read_in_the_tasks_layout() -> None:
+    """CMU's Linear keeps W as (out, in) and its dLdW alike: with ``projections = "linear"``
+    the weight is handed over transposed and its gradient read back transposed."""
+    rng = np.random.default_rng(2)
+    d_y, x_q, x_kv = (rng.normal(size=(3, 4)) for _ in range(3))
+    w = rng.normal(size=(4, 4))
+    task = {**TWO_INPUTS, "arguments": ["grad_output", "X_q", "X_kv", "W_q"],
+            "outputs": ["dX_q", "dX_kv", "dW_q"]}
+
+    class Linear(Mixer):
+        def forward(self, query: Any, key: Any, value: Any) -> Any:
+            self.layer.W = self.W_out_in.T  # (the mixer computes x @ W)
+            return super().forward(query, key, value)
+
+    spec = _spec(kind="class", method="forward", parameters=("X_q", "X_kv", "X_kv"),
+                 projections="linear", weights=(("W_out_in", "W_q"),),
+                 backward_method="backward", backward_parameters=("grad_output",),
+                 gradients="inputs", gradients_from=(("dW_q", "layer.dW"),))
+
+    class Transposed(Linear):
+        def backward(self, d_output: Any) -> tuple[Any, ...]:
+            grads = super().backward(d_output)
+            self.layer.dW = self.layer.dW.T  # (out, in), as nn.Linear's weight.grad
+            return grads
+
+    (_, _, dw), _ = interface.call(Transposed, spec, task, (d_y, x_q, x_kv, w), check_binding)
+    np.testing.assert_allclose(dw, (x_q + 2 * x_kv).T @ d_y)
+
+
 def test_a_backward_that_is_missing_or_gives_no_gradient_is_named() -> None:
     spec = _spec(kind="class", method="forward", parameters=("X_q", "X_kv", "X_kv"),
                  backward_method="grad", backward_parameters=("grad_output",),

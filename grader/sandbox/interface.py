@@ -462,6 +462,9 @@ def _named_gradients(spec, task, parameters, gradients, read_attribute):
         for part in parts[1:]:
             total = total + part
         named.append(total)
+    if spec.get("projections") == "linear":  # a weight's gradient laid out as its weight
+        named = [g.T if name[1:] in PROJECTIONS and getattr(g, "ndim", 0) == 2 else g
+                 for name, g in zip(task["outputs"], named)]
     return tuple(named)
 
 
