@@ -22,7 +22,7 @@ from grader.core.assignments import get
 from grader.sandbox import interface
 from grader.sandbox.returns import check_binding
 
-from .conftest import SUBMISSIONS, grade_trusted, run_cli
+from .conftest import SUBMISSIONS, expected_ids, grade_trusted, run_cli
 
 PRESETS = SUBMISSIONS / "presets"
 
@@ -432,3 +432,23 @@ def test_a_cmu_mask_that_works_only_at_full_shape_fails_where_the_course_allows_
     assert "boolean index did not match" in error["message"]
     failed = {c["id"] for c in report["checks"] if not c["passed"]}
     assert "values-masked" in failed and "values-2d" not in failed
+
+
+STEP_PRESETS = ("cmu-11785-attention-backward", "cmu-11785-softmax-backward",
+                "torch-autograd-attention-backward", "cs336-a2-flash-attention-forward")
+
+
+@pytest.mark.parametrize("path", [p for preset in STEP_PRESETS
+                                  for p in sorted((PRESETS / preset).glob("*.py"))],
+                         ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_step_preset_fixtures_on_a_hidden_seed(path: Path, graded: Any) -> None:
+    """On hidden test inputs too, every correct fixture gets full marks and is accused of
+    nothing, and every buggy one is named exactly (test_presets.py grades the public ones)."""
+    if "torch" in path.read_text():
+        pytest.importorskip("torch")
+    report = graded(path, seed=3)
+    assert sorted(m["id"] for m in report["misconceptions"]) == expected_ids(path)
+    if expected_ids(path):
+        assert report["score"] < report["max_score"]
+    else:
+        assert report["score"] == report["max_score"] and report["errors"] == []
