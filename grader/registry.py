@@ -30,7 +30,8 @@ _SOURCE_TREE = Path(__file__).resolve().parents[1] / "assignments"
 
 
 #: values a course's parameter can also receive: sizes derived from the probe
-DERIVED_ARGUMENTS = ("d_model", "d_k", "valid_lens", "seq_len", "zeros", "positions_range")
+DERIVED_ARGUMENTS = ("d_model", "d_k", "valid_lens", "seq_len", "zeros", "positions_range",
+                     "logits")
 #: the canonical arguments each derived one is worked out from (any one of them suffices; the
 #: child's ``interface._derive`` derives exactly these): a task without any of them cannot
 #: give it, and a course that asks for it is refused before anything runs
@@ -41,6 +42,9 @@ DERIVED_FROM: dict[str, tuple[str, ...]] = {
     "zeros": ("n_positions",),
     "positions_range": ("theta",),
     "valid_lens": ("mask",),
+    # logits whose softmax is the given output, log(output): for a softmax layer whose backward
+    # reads what its own forward kept (CMU 11-785's `Softmax(dim).forward(Z)`)
+    "logits": ("output",),
 }
 
 
@@ -58,14 +62,14 @@ MASK_CONVENTIONS = {
     "none": "no mask",
 }
 INTERFACE_CHOICES = {
-    "kind": ("function", "class"),
+    "kind": ("function", "class", "autograd"),
     "mask": tuple(MASK_CONVENTIONS),
     "returns": ("output", "output-weights", "weights-output", "dict"),
     "arrays": ("numpy", "torch", "tensorflow", "jax"),
     "dtype": ("float64", "float32"),
     "projections": ("x@W", "linear"),
     "batch": ("any", "one", "heads"),
-    "mask_shape": ("full", "shared"),
+    "mask_shape": ("full", "shared", "broadcast"),
     "fused": ("blocks", "per-head"),
     "pairs": ("interleaved", "halves"),
 }
@@ -238,7 +242,9 @@ class Interface:
     dtype: str = "float64"
     projections: str = "x@W"
     batch: str = "any"
-    #: "shared": one (n, m) mask for the whole batch, as CS231n's attn_mask (S, T)
+    #: "shared": one (n, m) mask for the whole batch, as CS231n's attn_mask (S, T);
+    #: "broadcast": a mask the same for every leading index is given as one (n, m) matrix for
+    #: the code to broadcast (CMU 11-785: "(N, ..., H, L, S) or broadcastable"), others whole
     mask_shape: str = "full"
     self_attention_only: bool = False
     #: class submissions: constructor keywords (a derived argument's name, or a number)
@@ -277,6 +283,37 @@ class Interface:
     #: RoPE's pairs of features: SPEC's neighbours (2i, 2i+1), or "halves", (i, i + d/2), the
     #: "rotate half" layout of GPT-NeoX and Hugging Face
     pairs: str = "interleaved"
+    #: the function named is a factory called with no arguments for the class (CS336's adapters
+    #: `get_flashattention_autograd_function_pytorch()` return a torch.autograd.Function)
+    factory: bool = False
+    #: a backward task's call after the forward (``[interface.backward]``): a class's method on
+    #: the same object, given these arguments (CMU 11-785's `.backward(d_output)`), or, for an
+    #: autograd Function, the forward's output's `.backward(grad_output)`; how the gradients come
+    #: back: "outputs" (returned in the task's order), "inputs" (returned, one per array
+    #: parameter of the forward, summed per argument) or "grad" (the inputs' `.grad`)
+    backward_method: str = ""
+    backward_parameters: tuple[str, ...] = ()
+    gradients: str = ""
+    #: outputs read from attributes of the object after the backward: output -> attribute path
+    gradients_from: tuple[tuple[str, str], ...] = ()
+    #: outputs found among an autograd Function's saved tensors (`ctx.save_for_backward`):
+    #: output -> how ("per-query": the one saved tensor with one value per query row, shaped
+    #: as the queries without their last axis, as CS336's test finds L)
+    saved_outputs: tuple[tuple[str, str], ...] = ()
+    #: arguments the course's code fixes inside (CS336's tile sizes): every test input is
+    #: graded as if it gave these values, and the code is not given them
+    fixed: tuple[tuple[str, Any], ...] = ()
+    #: the course's causal flag is defined for as many keys as queries only (CS336's test
+    #: compares query i with key i): causal inputs with more keys are not probed
+    causal_square_only: bool = False
+    #: sequences the course's code takes at one width d, the first one's (CS336's Q, K and V
+    #: are all (batch, n, d)): each test input's others are made that wide
+    equal_widths: tuple[str, ...] = ()
+
+    @property
+    def stateful(self) -> bool:
+        """A forward, then a backward on what it kept."""
+        return bool(self.gradients)
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "parameters": list(self.parameters), "mask": self.mask,
@@ -292,13 +329,19 @@ class Interface:
                 "constants": [list(p) for p in self.constants], "none": list(self.none),
                 "mask_always": self.mask_always, "method": self.method, "ndim": self.ndim,
                 "axis": self.axis, "globals": [list(p) for p in self.globals],
-                "squeeze": self.squeeze, "pairs": self.pairs}
+                "squeeze": self.squeeze, "pairs": self.pairs, "factory": self.factory,
+                "backward_method": self.backward_method,
+                "backward_parameters": list(self.backward_parameters),
+                "gradients": self.gradients,
+                "gradients_from": [list(p) for p in self.gradients_from],
+                "saved_outputs": [list(p) for p in self.saved_outputs]}
 
     def receives(self, argument: str) -> bool:
         """Does the course's code get this canonical argument (positionally, by keyword or in
         its constructor)?"""
         return (argument in self.parameters or argument in dict(self.keywords).values()
-                or argument in [v for _, v in self.constructor])
+                or argument in [v for _, v in self.constructor]
+                or argument in self.backward_parameters)
 
     def conventions(self) -> frozenset[str]:
         """The conventions in which this interface differs from SPEC's (``catalogue.wording``)."""
@@ -334,7 +377,15 @@ INTERFACE_KEYS: dict[str, Any] = {
     "return_keys": list,
     "keywords": dict, "constants": dict, "none": list, "mask_always": bool, "method": str,
     "ndim": int, "axis": int, "globals": dict, "squeeze": int, "pairs": str,
+    "factory": bool, "backward": dict, "gradients_from": dict, "saved_outputs": dict,
+    "fixed": dict, "causal_square_only": bool, "equal_widths": list,
 }
+#: the keys of ``[interface.backward]``
+BACKWARD_KEYS: dict[str, Any] = {"method": str, "parameters": list, "gradients": str}
+#: how a backward's gradients come back, and the kinds of code each is for
+GRADIENT_SOURCES = {"outputs": ("class",), "inputs": ("class",), "grad": ("autograd",)}
+#: how an output is found among an autograd Function's saved tensors
+SAVED_RULES = ("per-query",)
 KINDS = ("builtin", "preset", "course")
 TYPE_NAMES = {str: "a string", list: "a list", dict: "a table", bool: "true or false",
               int: "a whole number", (str, dict): "a string or a table",
@@ -506,6 +557,7 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
     _check_task_options(canonical, data, where)
     if data.get("method") and kind != "class":
         raise ValueError(f"{where}: method is for kind = \"class\"")
+    stateful = _stateful_options(canonical, data, kind, parameters, known_args, where)
     keys = data.get("return_keys", ())
     outputs = canonical.outputs
     if data.get("returns") == "dict" and not (
@@ -538,7 +590,119 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
         globals=tuple((str(k), v) for k, v in dict(data.get("globals", {})).items()),
         squeeze=int(data.get("squeeze", 0)),
         pairs=str(data.get("pairs", "interleaved")),
+        **stateful,
     )
+
+
+def _stateful_options(canonical: Canonical, data: dict[str, Any], kind: str,
+                      parameters: tuple[str, ...], known: tuple[str, ...], where: str
+                      ) -> dict[str, Any]:
+    """The options of code called in steps: a factory, a backward after the forward, outputs
+    read from attributes or saved tensors, arguments fixed inside; checked against the task and
+    the kind of code, each refused by name."""
+    task = canonical.task
+    if data.get("factory") and kind == "function":
+        raise ValueError(f"{where}: factory is for kind = \"class\" or \"autograd\" (the "
+                         "function named returns the class)")
+    if kind == "autograd":
+        for key in ("constructor", "weights", "biases", "globals", "method"):
+            if key in data:
+                raise ValueError(f"{where}: {key} is not for kind = \"autograd\" (a "
+                                 "torch.autograd.Function is called through .apply, never built)")
+        if data.get("arrays", "numpy") != "torch":
+            raise ValueError(f"{where}: kind = \"autograd\" needs arrays = \"torch\"")
+    backward = _backward_options(canonical, dict(data.get("backward", {})), kind, known, where)
+    outputs = canonical.outputs
+    gradients_from = {str(k): v for k, v in dict(data.get("gradients_from", {})).items()}
+    saved = {str(k): v for k, v in dict(data.get("saved_outputs", {})).items()}
+    for table, given in (("gradients_from", gradients_from), ("saved_outputs", saved)):
+        for name, value in given.items():
+            if name not in outputs:
+                raise ValueError(f"{where}: {table}.{name}: {name} is not one of the {task} "
+                                 f"task's outputs ({', '.join(outputs)})")
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"{where}: {table}.{name} = {value!r} must be a string")
+    if gradients_from and kind != "class" or gradients_from and not backward:
+        raise ValueError(f"{where}: gradients_from reads attributes of a class's object after "
+                         "its backward: it needs kind = \"class\" and [interface.backward]")
+    for name, rule in saved.items():
+        if kind != "autograd" or rule not in SAVED_RULES:
+            raise ValueError(f"{where}: saved_outputs.{name} = {rule!r}: saved tensors are an "
+                             f"autograd Function's, found by {', '.join(SAVED_RULES)}")
+    if backward.get("gradients") in ("inputs", "grad"):
+        _check_gradient_names(outputs, parameters, gradients_from, where)
+    fixed = _fixed_arguments(canonical, dict(data.get("fixed", {})), parameters, data, where)
+    if data.get("causal_square_only") and "causal" not in canonical.arguments:
+        raise ValueError(f"{where}: causal_square_only is for tasks with a causal argument; "
+                         f"the {task} task has none")
+    widths = tuple(str(w) for w in data.get("equal_widths", ()))
+    if widths and (len(widths) < 2 or any(w not in canonical.sequences for w in widths)):
+        raise ValueError(f"{where}: equal_widths names two or more of the {task} task's "
+                         f"sequences ({', '.join(canonical.sequences) or 'none'})")
+    return {"factory": bool(data.get("factory", False)), **backward, "equal_widths": widths,
+            "gradients_from": tuple(gradients_from.items()),
+            "saved_outputs": tuple(saved.items()), "fixed": fixed,
+            "causal_square_only": bool(data.get("causal_square_only", False))}
+
+
+def _backward_options(canonical: Canonical, table: dict[str, Any], kind: str,
+                      known: tuple[str, ...], where: str) -> dict[str, Any]:
+    """``[interface.backward]``: the method (a class's), its arguments and how the gradients
+    come back; only for a task graded on gradients (it takes ``grad_output``)."""
+    if not table:
+        return {}
+    _check_keys(table, BACKWARD_KEYS, where, "[interface.backward]")
+    takers = [c.task for c in canonical_calls().values() if "grad_output" in c.arguments]
+    if "grad_output" not in canonical.arguments:
+        raise ValueError(f"{where}: [interface.backward] is for the tasks graded on gradients "
+                         f"({', '.join(takers)}); the {canonical.task} task is not")
+    if kind == "function":
+        raise ValueError(f"{where}: [interface.backward] is for kind = \"class\" (a method "
+                         "after the forward) or \"autograd\" (.backward of the output)")
+    gradients = str(table.get("gradients", "grad" if kind == "autograd" else "outputs"))
+    if kind not in GRADIENT_SOURCES.get(gradients, (kind,)) or gradients not in GRADIENT_SOURCES:
+        fitting = [g for g, kinds in GRADIENT_SOURCES.items() if kind in kinds]
+        raise ValueError(f"{where}: backward.gradients = {gradients!r}; for kind = {kind!r} "
+                         f"one of {', '.join(fitting)}")
+    if "method" in table and kind == "autograd":
+        raise ValueError(f"{where}: backward.method is a class's; an autograd Function's "
+                         "backward runs through the output's .backward(...)")
+    arguments = tuple(str(a) for a in table.get("parameters", ["grad_output"]))
+    for name in arguments:
+        _check_argument_name(name, known, canonical.task, f"{where}: backward.parameters")
+    if kind == "autograd" and arguments != ("grad_output",):
+        raise ValueError(f"{where}: an autograd Function's output takes one upstream gradient: "
+                         "backward.parameters = [\"grad_output\"]")
+    return {"backward_method": str(table.get("method", "backward")) if kind == "class" else "",
+            "backward_parameters": arguments, "gradients": gradients}
+
+
+def _check_gradient_names(outputs: tuple[str, ...], parameters: tuple[str, ...],
+                          given: dict[str, Any], where: str) -> None:
+    """Gradients of the forward's inputs are named d<argument> (dQ, dX_kv): each output not
+    read from an attribute must be the gradient of an argument the forward receives."""
+    for name in outputs:
+        if name not in given and name[1:] not in parameters:
+            raise ValueError(f"{where}: the output {name} is neither the gradient of an argument "
+                             f"the forward receives ({', '.join(parameters)}) nor read from an "
+                             "attribute (gradients_from)")
+
+
+def _fixed_arguments(canonical: Canonical, table: dict[str, Any], parameters: tuple[str, ...],
+                     data: dict[str, Any], where: str) -> tuple[tuple[str, Any], ...]:
+    """Arguments the course's code fixes inside: optional ones of the task, never given."""
+    given_by_name = set(dict(data.get("keywords", {})).values())
+    for name, value in table.items():
+        if name not in dict(canonical.defaults):
+            settable = ", ".join(dict(canonical.defaults)) or "none"
+            raise ValueError(f"{where}: fixed.{name}: only arguments with a default can be "
+                             f"fixed (the {canonical.task} task's: {settable})")
+        if name in parameters or name in given_by_name:
+            raise ValueError(f"{where}: fixed.{name}: the interface also gives {name} to the "
+                             "code; an argument fixed inside is not given")
+        if isinstance(value, (dict, list)) or not isinstance(value, (bool, int, float)):
+            raise ValueError(f"{where}: fixed.{name} = {value!r} must be a number or true/false")
+    return tuple((str(k), v) for k, v in table.items())
 
 
 @dataclass(frozen=True)

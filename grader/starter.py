@@ -42,9 +42,51 @@ def _docstring(spec: Assignment) -> str:
     return f'    """{spec.summary}\n\n{bullets}\n    """'
 
 
+def _not_yet(name: str, indent: str = "        ") -> str:
+    return (f"{indent}# Your code here: replace the line below.\n"
+            f'{indent}raise NotImplementedError("{name} is not implemented yet")\n')
+
+
+def _stateful_stub(spec: Assignment) -> str:
+    """A class called forward then backward (CMU 11-785's mytorch layers): plain Python, its
+    arguments read from the signature ("Name(init).forward(...), then .backward(...)")."""
+    found = re.match(r"\w+\((.*?)\)\.forward\((.*?)\)(?:, then \.(\w+)\((.*?)\))?",
+                     spec.signature)
+    init, forward, method, backward = found.groups() if found else ("", "*args", "", "")
+    method = spec.interface.backward_method or method or "backward"
+    return (f"class {spec.function}:\n{_docstring(spec)}\n\n"
+            f"    def __init__(self{', ' + init if init else ''}):\n"
+            f"        # Keep here what forward and backward share.\n        pass\n\n"
+            f"    def forward(self, {forward}):\n" + _not_yet(f"{spec.function}.forward")
+            + f"\n    def {method}(self, {backward or 'grad_output'}):\n"
+            + _not_yet(f"{spec.function}.{method}"))
+
+
+def _autograd_stub(spec: Assignment) -> str:
+    """A torch.autograd.Function subclass (and, for a course's adapter, the function that
+    returns it), its forward's arguments read from the signature's ``.apply(...)``."""
+    found = re.search(r"\.apply\((.*?)\)", spec.signature)
+    forward = found.group(1) if found else "*args"
+    name = "AttentionFunction" if spec.interface.factory else spec.function
+    backward = ("    @staticmethod\n    def backward(ctx, grad_output):\n"
+                + _not_yet(f"{name}.backward") if spec.interface.stateful else
+                "    @staticmethod\n    def backward(ctx, grad_output):\n"
+                "        raise NotImplementedError\n")
+    source = (f"class {name}(torch.autograd.Function):\n{_docstring(spec)}\n\n"
+              f"    @staticmethod\n    def forward(ctx, {forward}):\n"
+              + _not_yet(f"{name}.forward") + "\n" + backward)
+    if spec.interface.factory:
+        source += f"\n\ndef {spec.function}():\n    return {name}\n"
+    return source
+
+
 def stub_source(spec: Assignment) -> str:
     """The function (or, in a course that asks for a class, the class) with its docstring and a
     body that says it is not written yet."""
+    if spec.interface.kind == "autograd":
+        return _autograd_stub(spec)
+    if spec.interface.kind == "class" and spec.interface.stateful:
+        return _stateful_stub(spec)
     if spec.interface.kind == "class":
         construct, _, forward = spec.signature.partition(".forward")
         init = construct.split("(", 1)[1].rstrip(")")

@@ -96,7 +96,7 @@ class Assignment:
         expressible = [p for p in build_probes(self.task.name, seed) if self.unexpressible(p) is None]
         ids = {p.id for p in expressible}
         kept = _traced_where_expressible(
-            [p for p in expressible if stands_in_for(p) not in ids])
+            [self.with_fixed(p) for p in expressible if stands_in_for(p) not in ids])
         if any("masked" in p.tags and DIAGNOSIS_ONLY not in p.tags for p in kept):
             return kept
         return [dataclasses.replace(p, tags=p.tags - {DIAGNOSIS_ONLY})
@@ -128,12 +128,61 @@ class Assignment:
             return "the interface takes valid lengths, not arbitrary masks"
         if interface.self_attention_only and canonical.get("X_q") is not canonical.get("X_kv"):
             return "the interface is self-attention only"
+        if interface.causal_square_only and canonical.get("causal") and \
+                probe.args[0].shape[-2] != probe.args[1].shape[-2]:
+            return "the course's causal flag is defined for as many keys as queries"
+        if "concept" in probe.tags and any(
+                name in canonical and canonical[name] != value for name, value in interface.fixed):
+            return f"the course's code fixes {', '.join(dict(interface.fixed))} inside"
         if self.task.unexpressible is not None:
             return self.task.unexpressible(interface, canonical, parameters)
         return None
 
+    @property
+    def adapts_probes(self) -> bool:
+        """Does the course's interface change the test inputs (``with_fixed``)?"""
+        return bool(self.interface.fixed or self.interface.equal_widths)
+
+    def with_fixed(self, probe: Probe) -> Probe:
+        """The probe as the course's code runs it: the arguments it fixes inside (CS336's tile
+        sizes) given their fixed values, and its sequences of one width made that wide, so
+        that the reference and the variants compute what that code computes."""
+        if not self.adapts_probes:
+            return probe
+        return dataclasses.replace(probe, args=self.course_inputs(probe.args))
+
+    def course_inputs(self, given: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A test input's arguments as the course's code runs them (``with_fixed``)."""
+        interface = self.interface
+        if not self.adapts_probes:
+            return given
+        probe = Probe("", tuple(given), frozenset())
+        defaults = dict(self.task.canonical.defaults)
+        fixed = dict(interface.fixed)
+        names = self.arg_names
+        last = max([names.index(name) + 1 for name in fixed] + [len(probe.args)])
+        args = list(probe.args) + [defaults.get(name) for name in names[len(probe.args):last]]
+        args = [fixed.get(name, value) for name, value in zip(names, args)]
+        if interface.equal_widths:
+            args = _equal_widths(args, [names.index(n) for n in interface.equal_widths])
+        return tuple(args)
+
     def rubric(self) -> dict[str, Any]:
         return registry.rubric_of(self.info)
+
+
+def _equal_widths(args: list[Any], positions: list[int]) -> list[Any]:
+    """The arrays at ``positions`` made as wide as the first: columns cut, or repeated in turn
+    (the new ones are the array's own values, so dyadic inputs stay dyadic)."""
+    import numpy as np
+
+    width = args[positions[0]].shape[-1]
+    for position in positions[1:]:
+        array = args[position]
+        if array.shape[-1] != width:
+            columns = np.arange(width) % array.shape[-1]
+            args[position] = np.ascontiguousarray(array[..., columns])
+    return args
 
 
 def _shared(mask: Any) -> bool:
@@ -150,6 +199,17 @@ def _prefix_mask(mask: Any) -> bool:
     counts = mask.sum(axis=-1, keepdims=True)
     return bool(np.array_equal(mask, np.arange(mask.shape[-1]) < counts)) and bool(
         (counts > 0).all())
+
+
+def probe_inputs(name: str, probe_id: str, seed: int = 0) -> tuple[Any, ...]:
+    """The arguments of one test input, fresh copies: of a task's (by its name), or as an
+    assignment whose interface adapts the test inputs runs it (by its ID or folder)."""
+    from grader.core import tasks
+
+    if name in tasks.tasks():
+        return tasks.probe_inputs(name, probe_id, seed)
+    assignment = get(name)
+    return assignment.course_inputs(tasks.probe_inputs(assignment.task.name, probe_id, seed))
 
 
 @cache

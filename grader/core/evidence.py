@@ -223,6 +223,16 @@ def _pasteable(value: np.ndarray) -> str:
     return text
 
 
+def _inputs_of(assignment: Assignment) -> str:
+    """What names the test inputs for ``probe_inputs``: the task, or the assignment itself
+    where its interface adapts them (fixed tile sizes, one width)."""
+    if not assignment.adapts_probes:
+        return assignment.task.name
+    from grader import registry
+
+    return registry.reference_of(assignment.info)
+
+
 def call_text(assignment: Assignment, probe: Probe) -> str:
     """The probe as Python the student can paste: small arrays written out; a larger public
     test input fetched by name with ``grader.probe_inputs``. A hidden test input is named with
@@ -239,7 +249,7 @@ def call_text(assignment: Assignment, probe: Probe) -> str:
         imports = "probe_inputs, reproduce" if assignment.through_interface else "probe_inputs"
         return (f"from grader import {imports}\n"
                 f"{', '.join(names[:len(probe.args)])} = "
-                f"probe_inputs({assignment.task.name!r}, {probe.id!r})\n"
+                f"probe_inputs({_inputs_of(assignment)!r}, {probe.id!r})\n"
                 f"{call(call_args)}")
     lines = ["import numpy as np"] + (["from grader import reproduce"]
                                       if assignment.through_interface else [])

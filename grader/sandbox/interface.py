@@ -48,7 +48,7 @@ def _canonical(task, args):
 LEADING_AXES = {"one": 1, "heads": 2}
 
 
-def _fold_leading(values, task, axes):
+def _fold_leading(values, task, axes, mask_shape="full"):
     """The probe's leading axes made exactly ``axes`` (1: one batch axis; 2: (B, h)), unit ones
     added in front for fewer, the first ones folded for more; the shape to restore."""
     sequences = task.get("sequences")
@@ -70,6 +70,10 @@ def _fold_leading(values, task, axes):
     mask = values.get("mask")
     if mask is not None:
         n, m = values[first].shape[-2], values[task["keys"]].shape[-2]
+        if mask_shape == "broadcast" and all(size == 1 for size in mask.shape[:-2]):
+            values["mask"] = _ascontiguous(np.broadcast_to(mask, mask.shape[:-2] + (n, m))
+                                           ).reshape(n, m)  # (one matrix, broadcast by the code)
+            return leading, axes
         values["mask"] = _ascontiguous(np.broadcast_to(mask, leading + (n, m))).reshape(
             folded + (n, m))
     return leading, axes
@@ -123,7 +127,7 @@ def course_arguments(spec, task, args):
             if name in values:
                 values[name] = _ascontiguous(values[name].T)
     axes = LEADING_AXES.get(spec.get("batch", "any"))
-    leading = _fold_leading(values, task, axes) if axes else None
+    leading = _fold_leading(values, task, axes, spec.get("mask_shape")) if axes else None
     if back is not None:
         leading = back if leading is None else _then(leading, back)
     if spec.get("axis") is not None or spec.get("ndim"):  # (only a task with an axis has them)
@@ -188,6 +192,9 @@ def _derive(values, task):
         values["seq_len"] = int(values["n_positions"])
     if "n" in values:  # a mask's sizes
         values["seq_len"] = int(values["n"] if values["m"] is None else values["m"])
+    if "output" in values and "output" in task["arguments"]:  # a softmax's output given
+        with np.errstate(divide="ignore"):
+            values["logits"] = np.log(values["output"])  # softmax(log Y) = Y
     if first is not None and "theta" in task["arguments"]:  # rotary positions
         n = int(first.shape[-2])
         values["positions_range"] = (np.arange(n) if values.get("positions") is None
@@ -383,6 +390,12 @@ def call(target, spec, task, args, binding_problem):
     cannot bind (then an ``InterfaceError``)."""
     course_args, leading, values, convert = course_arguments(spec, task, args)
     keywords = course_keywords(spec, values, convert)
+    if spec.get("factory"):
+        target = _from_factory(target)
+    if spec.get("kind") == "autograd":
+        result = _autograd_call(target, spec, task, values, (course_args, keywords),
+                                binding_problem)
+        return result, leading
     if spec.get("kind") == "class":
         if not inspect.isclass(target):
             raise InterfaceError(f"`{getattr(target, '__name__', target)}` is not a class")
@@ -405,6 +418,9 @@ def call(target, spec, task, args, binding_problem):
         if problem:
             raise InterfaceError(f"{method or 'forward'} {problem}")
         result = _no_grad(module)(lambda: bound(*course_args, **keywords))
+        if spec.get("gradients"):
+            result = _backward_of_object(module, spec, task, values, course_args, convert,
+                                         binding_problem)
     else:
         problem = binding_problem(target, course_args, keywords)
         if problem:
@@ -416,6 +432,139 @@ def call(target, spec, task, args, binding_problem):
     elif spec.get("returns") == "dict":
         result = _from_dict(result, spec.get("return_keys") or ["output"])
     return result, leading
+
+
+def _from_factory(factory):
+    """The class a course's factory returns (CS336's adapters return a torch.autograd.Function
+    subclass)."""
+    name = getattr(factory, "__name__", factory)
+    if inspect.isclass(factory) or not callable(factory):
+        raise InterfaceError(f"`{name}` is not a function (the course's interface calls "
+                             f"{name}() for the class)")
+    made = factory()
+    if not inspect.isclass(made):
+        raise InterfaceError(f"`{name}()` returned a {type(made).__name__}, not a class (the "
+                             "course's interface expects the class itself, not an instance)")
+    return made
+
+
+def _named_gradients(spec, task, parameters, gradients, read_attribute):
+    """The task's outputs in order: the gradient of each argument the forward received (the
+    sum over the parameters it came through: X passed as key and value gets both), or the
+    attribute ``gradients_from`` names."""
+    from_attributes = dict(spec.get("gradients_from") or ())
+    named = []
+    for output in task["outputs"]:
+        if output in from_attributes:
+            named.append(read_attribute(from_attributes[output]))
+            continue
+        argument = output[1:]
+        parts = [g for name, g in zip(parameters, gradients) if name == argument]
+        if not parts or any(part is None for part in parts):
+            raise InterfaceError(f"no gradient of {argument} came back from the backward (the "
+                                 f"course's interface reads {output} there)")
+        total = parts[0]
+        for part in parts[1:]:
+            total = total + part
+        named.append(total)
+    if spec.get("projections") == "linear":  # a weight's gradient laid out as its weight
+        named = [g.T if name[1:] in PROJECTIONS and getattr(g, "ndim", 0) == 2 else g
+                 for name, g in zip(task["outputs"], named)]
+    return tuple(named)
+
+
+def _backward_of_object(module, spec, task, values, forward_args, convert, binding_problem):
+    """A stateful object's backward, called after its forward on the same object with the
+    upstream gradient (CMU 11-785's `.backward(d_output)`): the gradients as the task names
+    them."""
+    method = spec.get("backward_method") or "backward"
+    bound = getattr(module, method, None)
+    name = type(module).__name__
+    if not callable(bound):
+        raise InterfaceError(f"`{name}` has no method `{method}` (the course's interface calls "
+                             f"it after forward)")
+    arguments = [convert(values[a]) for a in spec.get("backward_parameters") or ["grad_output"]]
+    problem = binding_problem(bound, arguments)
+    if problem:
+        raise InterfaceError(f"{method} {problem}")
+    returned = bound(*arguments)
+
+    def read(path):
+        value = _attribute(module, path)
+        return value() if callable(value) else value
+
+    if spec.get("gradients") == "inputs":
+        listed = list(returned) if isinstance(returned, (tuple, list)) else [returned]
+        parameters = spec.get("parameters") or task["arguments"]
+        arrays = [p for p, a in zip(parameters, forward_args) if _is_array(a)]
+        return _named_gradients(spec, task, arrays, listed, read)
+    if not spec.get("gradients_from"):
+        return returned
+    listed = list(returned) if isinstance(returned, (tuple, list)) else [returned]
+    from_attributes = dict(spec["gradients_from"])
+    rest = iter(listed)
+    return tuple(read(from_attributes[o]) if o in from_attributes else next(rest, None)
+                 for o in task["outputs"])
+
+
+def _is_array(value):
+    return hasattr(value, "shape") and hasattr(value, "dtype")
+
+
+def _autograd_call(function_class, spec, task, values, given, binding_problem):
+    """A torch.autograd.Function subclass, called as the course's code is: `.apply(...)` on
+    tensors that require gradients; its outputs are what `.apply` returns, the tensors it saved
+    (``saved_outputs``) and, with a backward, the `.grad` of its inputs after
+    `output.backward(grad_output)`."""
+    import torch
+
+    name = getattr(function_class, "__name__", function_class)
+    if not (inspect.isclass(function_class) and issubclass(function_class, torch.autograd.Function)):
+        raise InterfaceError(f"`{name}` is not a torch.autograd.Function subclass (the course's "
+                             f"interface calls {name}.apply(...))")
+    course_args, keywords = given
+    leaves = [a.detach().requires_grad_(True)
+              if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+              for a in course_args]
+    problem = binding_problem(function_class.forward, [None, *leaves], keywords)
+    if problem:
+        raise InterfaceError(f"forward {problem} (after ctx)")
+    with torch.enable_grad():
+        result = function_class.apply(*leaves, **keywords)
+        output = result[0] if isinstance(result, (tuple, list)) else result
+        saved = _saved_outputs(spec, task, values, output)
+        if not spec.get("gradients"):
+            return (output, *saved) if saved else result
+        if not isinstance(output, torch.Tensor) or output.grad_fn is None:
+            raise InterfaceError(f"`{name}.apply` returned no tensor that autograd can "
+                                 "differentiate (is forward detaching its output?)")
+        upstream = torch.as_tensor(values["grad_output"], dtype=output.dtype)
+        output.backward(upstream)
+    parameters = spec.get("parameters") or task["arguments"]
+    grads = [leaf.grad if isinstance(leaf, torch.Tensor) else None for leaf in leaves]
+    return _named_gradients(spec, task, parameters, grads, None)
+
+
+def _saved_outputs(spec, task, values, output):
+    """The outputs found among the tensors the Function saved for its backward, in the task's
+    order; "per-query": the one of shape (the queries' shape without their last axis)."""
+    rules = dict(spec.get("saved_outputs") or ())
+    if not rules:
+        return ()
+    saved = getattr(getattr(output, "grad_fn", None), "saved_tensors", None)
+    if saved is None:
+        raise InterfaceError("the output has no saved tensors (does forward call "
+                             "ctx.save_for_backward?)")
+    found = []
+    for name in (o for o in task["outputs"] if o in rules):
+        shape = tuple(np.shape(values[task["queries"]])[:-1])
+        matches = [t for t in saved if tuple(t.shape) == shape]
+        if len(matches) != 1:
+            raise InterfaceError(f"expected one saved tensor of shape {shape} ({name}, one value "
+                                 f"per query) among ctx.save_for_backward's; found "
+                                 f"{len(matches)}")
+        found.append(matches[0])
+    return tuple(found)
 
 
 def _from_dict(result, keys):

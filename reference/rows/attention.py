@@ -278,6 +278,16 @@ ROWS: tuple[Misconception, ...] = (
         "your masked keys still get weight: their scores were set to 0, not to -inf",
         fix=('Fill the blocked scores with `-np.inf` (or a very large negative number), '
              'not 0: `np.where(mask, scores, -np.inf)`.'),
+        in_conventions=MappingProxyType({
+            # (True blocks: CMU 11-785's mytorch, nn.MultiheadAttention)
+            "mask:block": Wording(
+                "You set masked scores to 0 instead of -inf",
+                "A score of 0 is an ordinary score: exp(0) = 1, so a masked key still gets "
+                "weight. To block a key its score must be -inf (or a very large negative number "
+                "such as -1e9), so that its weight is exactly 0.",
+                'Fill the scores where the mask is True (blocked) with `-np.inf` (or a very '
+                'large negative number), not 0: `np.where(mask, -np.inf, scores)`.'),
+        }),
         stages=('masked',),
         rewrites=(edits.fill_far_below,),
     ),

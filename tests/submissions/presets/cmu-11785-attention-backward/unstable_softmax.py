@@ -1,0 +1,38 @@
+# expect: unstable-softmax
+# The softmax layer exponentiates the raw scores: the course's tests (randn inputs) never
+# overflow it.
+import numpy as np
+
+
+class Softmax:
+    def __init__(self, dim=-1):
+        self.dim = dim
+
+    def forward(self, Z):
+        e = np.exp(Z)
+        self.A = e / np.sum(e, axis=self.dim, keepdims=True)
+        return self.A
+
+    def backward(self, dLdA):
+        inner = np.sum(dLdA * self.A, axis=self.dim, keepdims=True)
+        return self.A * (dLdA - inner)
+
+
+class ScaledDotProductAttention:
+    def __init__(self):
+        self.eps = 1e10  # DO NOT MODIFY
+        self.softmax = Softmax(dim=-1)
+
+    def forward(self, Q, K, V, mask=None):
+        self.Q, self.K, self.V = Q, K, V
+        self.E = Q.shape[-1]
+        scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(self.E)
+        if mask is not None:
+            scores = scores + np.where(mask, -self.eps, 0)
+        self.attention_scores = self.softmax.forward(scores)
+        return self.attention_scores @ V
+
+    def backward(self, d_output):
+        d_V = np.swapaxes(self.attention_scores, -1, -2) @ d_output
+        d_S = self.softmax.backward(d_output @ np.swapaxes(self.V, -1, -2)) / np.sqrt(self.E)
+        return d_S @ self.K, np.swapaxes(d_S, -1, -2) @ self.Q, d_V

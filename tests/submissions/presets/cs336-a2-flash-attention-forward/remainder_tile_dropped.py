@@ -1,0 +1,46 @@
+# expect: remainder-tile-dropped
+# Tiles counted by floor division: the course's test (lengths of 128) passes; lengths that 16
+# does not divide lose their last tile.
+import math
+
+import torch
+
+
+class FlashAttentionPytorch(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, Q, K, V, is_causal=False):
+        B_q, B_k = 16, 16
+        batch, N_q, d = Q.shape
+        N_k = K.shape[1]
+        O = torch.zeros(batch, N_q, V.shape[-1], dtype=Q.dtype)
+        L = torch.zeros(batch, N_q, dtype=Q.dtype)
+        for i in range(N_q // B_q):
+            Q_i = Q[:, i * B_q:(i + 1) * B_q]
+            O_i = torch.zeros(batch, B_q, V.shape[-1], dtype=Q.dtype)
+            l_i = torch.zeros(batch, B_q, dtype=Q.dtype)
+            m_i = torch.full((batch, B_q), float("-inf"), dtype=Q.dtype)
+            for j in range(N_k // B_k):
+                K_j, V_j = K[:, j * B_k:(j + 1) * B_k], V[:, j * B_k:(j + 1) * B_k]
+                S_ij = Q_i @ K_j.transpose(-1, -2) / math.sqrt(d)
+                if is_causal:
+                    q_idx = torch.arange(i * B_q, (i + 1) * B_q)[:, None]
+                    k_idx = torch.arange(j * B_k, (j + 1) * B_k)[None, :]
+                    S_ij = S_ij + torch.where(q_idx >= k_idx, 0.0, -1e6)
+                m_new = torch.maximum(m_i, S_ij.amax(dim=-1))
+                P_ij = torch.exp(S_ij - m_new[..., None])
+                alpha = torch.exp(m_i - m_new)
+                l_i = alpha * l_i + P_ij.sum(dim=-1)
+                O_i = alpha[..., None] * O_i + P_ij @ V_j
+                m_i = m_new
+            O[:, i * B_q:(i + 1) * B_q] = O_i / l_i[..., None]
+            L[:, i * B_q:(i + 1) * B_q] = m_i + torch.log(l_i)
+        ctx.save_for_backward(L, Q, K, V, O)
+        return O
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        raise NotImplementedError
+
+
+def get_flashattention_autograd_function_pytorch():
+    return FlashAttentionPytorch
