@@ -122,6 +122,9 @@ class Assignment:
             return "the interface takes valid lengths, not arbitrary masks"
         if interface.self_attention_only and canonical.get("X_q") is not canonical.get("X_kv"):
             return "the interface is self-attention only"
+        theta = canonical.get("theta", self.task.canonical.default("theta"))
+        if interface.theta is not None and theta not in (None, interface.theta):
+            return f"the course's code fixes theta at {interface.theta:g}"
         if self.task.unexpressible is not None:
             return self.task.unexpressible(interface, canonical, parameters)
         return None

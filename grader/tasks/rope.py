@@ -92,7 +92,7 @@ def unexpressible(interface: Interface, canonical: dict[str, Any],
                   parameters: tuple[str, ...]) -> str | None:
     """Given positions, where the course's code takes none."""
     if canonical.get("positions") is not None and not any(
-            interface.receives(a) or a in parameters for a in ("positions", "positions_range")):
+            interface.receives(a) or a in parameters for a in ("positions", "positions_range", "positions_batch")):
         return "the interface takes no positions"
     return None
 
