@@ -841,8 +841,9 @@ ROPE_TABLE_CHOICES = {
     # real table (positions, d/2, 2) of cos and sin as XCS224N's rope_cache; cos and sin
     "layout": ("complex", "stacked", "cos-sin"),
     # the rows the applier gets: those at the probe's positions (Llama's freqs_cis[start:end]),
-    # all of them (the applier cuts them to the sequence, as XCS224N's), or the builder's own
-    # (it takes the positions, as Hugging Face's rotary embedding takes position_ids)
+    # a table longer than the sequence that the applier cuts to it (XCS224N's rope_cache[:T];
+    # row t is the t-th token's position's: the whole table for positions 0 .. n-1), or the
+    # builder's own (it takes the positions, as Hugging Face's rotary embedding position_ids)
     "rows": ("positions", "all", "given"),
     # the axes of the applier's input: (..., n, d) as they come, (B, h, n, d), (B, n, h, d)
     "axes": ("any", "bhnd", "bnhd"),
@@ -871,11 +872,11 @@ def rope_tables_dict(tables: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
 
 def rope_table_sources(tables: tuple[tuple[str, Any], ...]) -> list[Any]:
     """The canonical or derived arguments the builder receives (and "positions" where the
-    grader takes the rows at the probe's positions itself)."""
+    grader picks the table's rows at the probe's positions itself)."""
     given = dict(tables)
     found = [*given.get("arguments", ()), *(v for _, v in given.get("keywords", ())),
              *_sources(given.get("constructor", ()))]
-    return [*found, "positions"] if given.get("rows") == "positions" else found
+    return [*found, "positions"] if given.get("rows") in ("positions", "all") else found
 
 
 def _frozen(value: Any) -> Any:

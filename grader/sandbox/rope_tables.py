@@ -49,13 +49,27 @@ def prepare(target, spec, task, values, convert, leading, restore, error):
     names = TABLE_NAMES[tables.get("layout", "complex")]
     parts = _named_tables(built, names, tables.get("layout", "complex"), tables["builder"],
                           error)
-    if tables.get("rows", "positions") == "positions":
-        index = convert(np.asarray(values["positions_range"], dtype=np.int64))
-        parts = [part[index] for part in parts]
+    rows = _rows(values, tables.get("rows", "positions"))
+    if rows is not None:
+        parts = [part[convert(rows)] for part in parts]
     values.update(zip(names, parts))
     if axes_back is None:
         return leading
     return lambda array: restore(axes_back(array), leading)
+
+
+def _rows(values, rows):
+    """The table's rows the applier gets, in order: those at the probe's positions
+    ("positions"); or ("all") those followed by the rest of the table, so that row t is the
+    t-th token's and the table is longer than the sequence (the whole table, as built, for
+    positions 0 .. n-1); None: as built ("given": the builder took the positions)."""
+    if rows == "given":
+        return None
+    positions = np.asarray(values["positions_range"], dtype=np.int64)
+    if rows == "positions":
+        return positions
+    rest = np.arange(int(positions.max()) + 1 if positions.size else 0, values["table_length"])
+    return np.concatenate([positions, rest])
 
 
 def read(result, spec, error):
