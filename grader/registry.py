@@ -834,7 +834,7 @@ def rubric_of(info: AssignmentInfo) -> dict[str, Any]:
 #: the keys of `[interface.rope_tables]`, with what each holds
 ROPE_TABLE_KEYS: dict[str, Any] = {
     "builder": str, "arguments": list, "keywords": dict, "constructor": dict, "layout": str,
-    "rows": str, "axes": str, "read": str,
+    "rows": str, "axes": str, "read": str, "signature": str,
 }
 ROPE_TABLE_CHOICES = {
     # what the builder returns: one complex table (positions, d/2) as Llama's freqs_cis; one
