@@ -205,3 +205,71 @@ def test_code_the_interface_cannot_call_is_an_interface_error(
     assert [e["kind"] for e in report["errors"]][:1] == ["wrong-signature"]
     assert said in report["errors"][0]["message"]
     assert report["score"] == 0
+
+
+FROM_SCRATCH_COURSE = """\
+id = "from-scratch-rope"
+task = "rope"
+function = "apply_rope"
+signature = "apply_rope(x, cos, sin)"
+
+[interface]
+parameters = ["x", "rope_cos", "rope_sin"]
+arrays = "torch"
+dtype = "float32"
+pairs = "halves"
+
+[interface.rope_tables]
+builder = "compute_rope_params"
+arguments = ["d_model"]
+keywords = { theta_base = "theta", context_length = "table_length" }
+layout = "cos-sin"
+rows = "all"
+axes = "bhnd"
+"""
+
+FROM_SCRATCH = """\
+import torch
+
+
+def compute_rope_params(head_dim, theta_base=10_000, context_length=4096):
+    inv_freq = 1.0 / (theta_base ** (torch.arange(0, head_dim, 2).float() / head_dim))
+    angles = torch.outer(torch.arange(context_length).float(), inv_freq).repeat(1, 2)
+    return angles.cos(), angles.sin()
+
+
+def apply_rope(x, cos, sin):
+    batch, heads, seq_len, head_dim = x.shape
+    x1, x2 = x[..., : head_dim // 2], x[..., head_dim // 2:]
+    cos, sin = cos[:seq_len][None, None], sin[:seq_len][None, None]
+    return x * cos + torch.cat((-x2, x1), dim=-1) * sin
+"""
+
+
+@pytest.mark.parametrize("change,named", [
+    (None, []),
+    (("torch.arange(0, head_dim, 2).float() / head_dim",
+      "torch.arange(0, head_dim // 2).float() / head_dim"), ["rope-frequency-missing-two"]),
+    (("torch.cat((-x2, x1), dim=-1)", "torch.cat((x2, -x1), dim=-1)"),
+     ["rope-rotation-reversed"]),
+])
+def test_a_course_folder_says_llms_from_scratch_rope_in_toml_alone(
+        tmp_path: Path, change: tuple[str, str] | None, named: list[str],
+        graded: Graded) -> None:
+    """LLMs-from-scratch's `compute_rope_params` + `apply_rope` (cos/sin tables of the
+    rotate-half layout, cut to the sequence by the applier): no preset, a folder of TOML."""
+    pytest.importorskip("torch")
+    folder = tmp_path / "course"
+    folder.mkdir()
+    (folder / "assignment.toml").write_text(FROM_SCRATCH_COURSE)
+    source = FROM_SCRATCH
+    if change:
+        assert change[0] in source
+        source = source.replace(*change)
+    path = tmp_path / "rope.py"
+    path.write_text(source)
+    report = graded(path, assignment=str(folder))
+    assert report["errors"] == []
+    assert [m["id"] for m in report["misconceptions"]] == named
+    assert (report["score"] == report["max_score"]) == (not named)
+    assert "not_probed" not in report["metadata"] or report["metadata"]["not_probed"] == []
