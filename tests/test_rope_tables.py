@@ -122,6 +122,28 @@ FOUR_AXES = {(5, 8): (1, 1, 5, 8), (3, 5, 8): (1, 3, 5, 8), (2, 3, 5, 8): (2, 3,
              (2, 2, 3, 5, 8): (4, 3, 5, 8)}
 
 
+ALWAYS_ON = """\
+id = "always-on"
+task = "causal_self_attention"
+function = "attend"
+signature = "attend(x, W_q, W_k, W_v, W_o, num_heads)"
+
+[interface]
+parameters = ["X", "W_q", "W_k", "W_v", "W_o", "num_heads"]
+theta = 10000.0
+"""
+
+
+def test_a_fixed_theta_without_a_switch_is_rope_always_on(tmp_path: Path) -> None:
+    folder = tmp_path / "always-on"
+    folder.mkdir()
+    (folder / "assignment.toml").write_text(ALWAYS_ON)
+    left = assignments.get(str(folder)).left_out()
+    assert left["two-heads"] == "the interface always applies RoPE"
+    assert left["rope-small-theta"] == "the course's code fixes theta at 10000"
+    assert "rope" not in left
+
+
 @pytest.mark.parametrize("axes", ["any", "bhnd", "bnhd"])
 @pytest.mark.parametrize("shape", list(FOUR_AXES))
 def test_the_applier_gets_its_axes_and_the_answer_comes_back(
