@@ -295,3 +295,85 @@ def test_a_course_folder_says_llms_from_scratch_rope_in_toml_alone(
     assert [m["id"] for m in report["misconceptions"]] == named
     assert (report["score"] == report["max_score"]) == (not named)
     assert "not_probed" not in report["metadata"] or report["metadata"]["not_probed"] == []
+
+
+OLD_HF_COURSE = """\
+id = "old-hf-rope"
+task = "rope"
+function = "apply_rotary_pos_emb"
+signature = "apply_rotary_pos_emb(q, k, cos, sin, position_ids)"
+
+[interface]
+parameters = ["x", "x", "rope_cos", "rope_sin", "positions_batch"]
+arrays = "torch"
+dtype = "float32"
+pairs = "halves"
+
+[interface.rope_tables]
+builder = "LlamaRotaryEmbedding"
+constructor = { dim = "d_model", max_position_embeddings = "table_length", base = "theta" }
+arguments = ["x"]
+keywords = { seq_len = "table_length" }
+layout = "cos-sin"
+rows = "given"
+axes = "bhnd"
+read = "keys"
+"""
+
+OLD_HF = """\
+import torch
+from torch import nn
+
+
+class LlamaRotaryEmbedding(nn.Module):
+    def __init__(self, dim, max_position_embeddings=2048, base=10000, device=None):
+        super().__init__()
+        inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim))
+        t = torch.arange(max_position_embeddings).float()
+        emb = torch.outer(t, inv_freq).repeat(1, 2)
+        self.register_buffer("cos_cached", emb.cos(), persistent=False)
+        self.register_buffer("sin_cached", emb.sin(), persistent=False)
+
+    def forward(self, x, seq_len=None):
+        return self.cos_cached[:seq_len].to(x.dtype), self.sin_cached[:seq_len].to(x.dtype)
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def apply_rotary_pos_emb(q, k, cos, sin, position_ids):
+    cos = cos[position_ids].unsqueeze(1)  # (B, 1, seq_len, dim)
+    sin = sin[position_ids].unsqueeze(1)
+    return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+"""
+
+
+#: the cache cut to the sequence where it should be indexed by position_ids
+POSITIONS_IGNORED = (
+    ("cos = cos[position_ids].unsqueeze(1)", "cos = cos[: q.shape[-2]][None, None]"),
+    ("sin = sin[position_ids].unsqueeze(1)", "sin = sin[: q.shape[-2]][None, None]"))
+
+
+@pytest.mark.parametrize("changes,named", [
+    ((), []), (POSITIONS_IGNORED, ["rope-positions-ignored"])])
+def test_older_hugging_face_code_indexes_its_cache_by_position_ids(
+        tmp_path: Path, changes: tuple[tuple[str, str], ...], named: list[str],
+        graded: Graded) -> None:
+    """transformers before 4.38: the cache cut to seq_len by the rotary embedding, indexed by
+    position_ids in apply_rotary_pos_emb; the keys of the (q, k) it returns are read."""
+    pytest.importorskip("torch")
+    folder = tmp_path / "course"
+    folder.mkdir()
+    (folder / "assignment.toml").write_text(OLD_HF_COURSE)
+    source = OLD_HF
+    for old, new in changes:
+        assert old in source
+        source = source.replace(old, new)
+    path = tmp_path / "rope.py"
+    path.write_text(source)
+    report = graded(path, assignment=str(folder))
+    assert report["errors"] == []
+    assert [m["id"] for m in report["misconceptions"]] == named
+    assert (report["score"] == report["max_score"]) == (not named)
