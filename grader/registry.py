@@ -31,7 +31,7 @@ _SOURCE_TREE = Path(__file__).resolve().parents[1] / "assignments"
 
 #: values a course's parameter can also receive: sizes derived from the probe
 DERIVED_ARGUMENTS = ("d_model", "d_k", "valid_lens", "seq_len", "zeros", "positions_range",
-                     "logits")
+                     "logits", "positions_batch", "table_length", "rope_on")
 #: the canonical arguments each derived one is worked out from (any one of them suffices; the
 #: child's ``interface._derive`` derives exactly these): a task without any of them cannot
 #: give it, and a course that asks for it is refused before anything runs
@@ -45,6 +45,11 @@ DERIVED_FROM: dict[str, tuple[str, ...]] = {
     # logits whose softmax is the given output, log(output): for a softmax layer whose backward
     # reads what its own forward kept (CMU 11-785's `Softmax(dim).forward(Z)`)
     "logits": ("output",),
+    # RoPE in two steps (``rope_tables``): positions as a (1, n) batch, the rows of a table
+    "positions_batch": ("theta",),
+    "table_length": ("theta",),
+    # a model whose theta is fixed inside it: is RoPE on (the probe has a theta)?
+    "rope_on": ("theta",),
 }
 
 
@@ -310,6 +315,13 @@ class Interface:
     #: are all (batch, n, d)): each test input's others are made that wide
     equal_widths: tuple[str, ...] = ()
 
+    #: RoPE in two steps: the table builder and how its tables reach the applier (the
+    #: assignment's function); see ``rope_interface.ROPE_TABLE_KEYS``
+    rope_tables: tuple[tuple[str, Any], ...] = ()
+    #: the theta the course's code fixes inside it (XCS224N's 10000): probes of another theta
+    #: are left out
+    theta: float | None = None
+
     @property
     def stateful(self) -> bool:
         """A forward, then a backward on what it kept."""
@@ -334,13 +346,15 @@ class Interface:
                 "backward_parameters": list(self.backward_parameters),
                 "gradients": self.gradients,
                 "gradients_from": [list(p) for p in self.gradients_from],
-                "saved_outputs": [list(p) for p in self.saved_outputs]}
+                "saved_outputs": [list(p) for p in self.saved_outputs],
+                "rope_tables": rope_tables_dict(self.rope_tables), "theta": self.theta}
 
     def receives(self, argument: str) -> bool:
         """Does the course's code get this canonical argument (positionally, by keyword or in
         its constructor)?"""
         return (argument in self.parameters or argument in dict(self.keywords).values()
-                or argument in [v for _, v in self.constructor]
+                or argument in _sources(self.constructor)
+                or argument in rope_table_sources(self.rope_tables)
                 or argument in self.backward_parameters)
 
     def conventions(self) -> frozenset[str]:
@@ -379,6 +393,7 @@ INTERFACE_KEYS: dict[str, Any] = {
     "ndim": int, "axis": int, "globals": dict, "squeeze": int, "pairs": str,
     "factory": bool, "backward": dict, "gradients_from": dict, "saved_outputs": dict,
     "fixed": dict, "causal_square_only": bool, "equal_widths": list,
+    "rope_tables": dict, "theta": (int, float),
 }
 #: the keys of ``[interface.backward]``
 BACKWARD_KEYS: dict[str, Any] = {"method": str, "parameters": list, "gradients": str}
@@ -484,6 +499,16 @@ def _check_task_options(canonical: Canonical, data: dict[str, Any], where: str) 
                          "position embeddings)")
 
 
+def _check_fixed_theta(canonical: Canonical, data: dict[str, Any], where: str) -> None:
+    """``theta`` (the theta the course's code fixes) is for tasks that take one."""
+    if "theta" in data and ("theta" not in canonical.arguments or isinstance(data["theta"], bool)
+                            or data["theta"] <= 0):
+        raise ValueError(f"{where}: theta is the positive theta the course's code fixes, for "
+                         f"tasks that take one; the {canonical.task} task takes none"
+                         if "theta" not in canonical.arguments else
+                         f"{where}: theta = {data['theta']!r} must be above 0")
+
+
 def _check_argument_name(name: str, known: tuple[str, ...], task: str, where: str) -> None:
     if name in known:
         return
@@ -492,6 +517,14 @@ def _check_argument_name(name: str, known: tuple[str, ...], task: str, where: st
         why = (f" ({name} is worked out from {', '.join(DERIVED_FROM[name])}, which the {task} "
                "task does not take)")
     raise ValueError(f"{where}: parameter {name!r} is not one of {', '.join(known)}{why}")
+
+
+def _sources(pairs: Any) -> list[Any]:
+    """The values of a constructor's table, at every depth (nanoGPT's `config` is a table)."""
+    found: list[Any] = []
+    for _, value in pairs:
+        found.extend(_sources(value) if isinstance(value, tuple) else [value])
+    return found
 
 
 #: the depth of tables a constructor argument may nest (nanoGPT's `config` is one)
@@ -527,7 +560,10 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
         raise ValueError(f"{where}: {exc}") from None
     _check_keys(data, INTERFACE_KEYS, where, "[interface]")
     known_args = (*canonical.arguments, *derivable(canonical.arguments))
+    _check_fixed_theta(canonical, data, where)
+    tables = check_rope_tables(canonical, data, known_args, where)
     parameters = tuple(str(p) for p in data.get("parameters", canonical.arguments))
+    known_args = (*known_args, *table_names(tables))
     keywords = {str(k): str(v) for k, v in dict(data.get("keywords", {})).items()}
     for name in (*parameters, *keywords.values()):
         _check_argument_name(name, known_args, task, where)
@@ -591,6 +627,8 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
         squeeze=int(data.get("squeeze", 0)),
         pairs=str(data.get("pairs", "interleaved")),
         **stateful,
+        rope_tables=tables,
+        theta=float(data["theta"]) if "theta" in data else None,
     )
 
 
@@ -951,3 +989,111 @@ def rubric_of(info: AssignmentInfo) -> dict[str, Any]:
     data = dict(json.loads(source.read_text(encoding="utf-8")))
     data["assignment"] = info.id
     return data
+
+
+# RoPE in two steps: "build the tables, then apply them" (Llama's precompute_freqs_cis and
+# apply_rotary_emb, Hugging Face's rotary embedding and apply_rotary_pos_emb, XCS224N's
+# precompute_rotary_emb and apply_rotary_emb). The assignment's function is the applier; the
+# `[interface.rope_tables]` table names the builder and how its tables reach the applier. The
+# child carries it out (``grader/sandbox/rope_tables.py``).
+
+#: the keys of `[interface.rope_tables]`, with what each holds
+ROPE_TABLE_KEYS: dict[str, Any] = {
+    "builder": str, "arguments": list, "keywords": dict, "constructor": dict, "layout": str,
+    "rows": str, "axes": str, "read": str, "signature": str,
+}
+ROPE_TABLE_CHOICES = {
+    # what the builder returns: one complex table (positions, d/2) as Llama's freqs_cis; one
+    # real table (positions, d/2, 2) of cos and sin as XCS224N's rope_cache; cos and sin
+    "layout": ("complex", "stacked", "cos-sin"),
+    # the rows the applier gets: those at the probe's positions (Llama's freqs_cis[start:end]),
+    # a table longer than the sequence that the applier cuts to it (XCS224N's rope_cache[:T];
+    # row t is the t-th token's position's: the whole table for positions 0 .. n-1), or the
+    # builder's own (it takes the positions, as Hugging Face's rotary embedding position_ids)
+    "rows": ("positions", "all", "given"),
+    # the axes of the applier's input: (..., n, d) as they come, (B, h, n, d), (B, n, h, d)
+    "axes": ("any", "bhnd", "bnhd"),
+    # what the applier returns: the rotated input, or (queries, keys) of which one is read
+    "read": ("output", "queries", "keys"),
+}
+#: the names the applier's parameters give the builder's tables, by layout
+TABLE_NAMES = {"complex": ("rope_table",), "stacked": ("rope_table",),
+               "cos-sin": ("rope_cos", "rope_sin")}
+
+
+def table_names(tables: tuple[tuple[str, Any], ...]) -> tuple[str, ...]:
+    """The names under which the builder's tables reach the applier (none without a builder)."""
+    layout = dict(tables).get("layout")
+    return TABLE_NAMES[str(layout)] if tables else ()
+
+
+def rope_tables_dict(tables: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+    """`[interface.rope_tables]` as the child reads it (tables of pairs made dicts again)."""
+    def plain(value: Any) -> Any:
+        if isinstance(value, tuple) and all(isinstance(p, tuple) and len(p) == 2 for p in value):
+            return {str(k): plain(v) for k, v in value}
+        return list(value) if isinstance(value, tuple) else value
+    return {key: plain(value) for key, value in tables}
+
+
+def rope_table_sources(tables: tuple[tuple[str, Any], ...]) -> list[Any]:
+    """The canonical or derived arguments the builder receives (and "positions" where the
+    grader picks the table's rows at the probe's positions itself)."""
+    given = dict(tables)
+    found = [*given.get("arguments", ()), *(v for _, v in given.get("keywords", ())),
+             *_sources(given.get("constructor", ()))]
+    return [*found, "positions"] if given.get("rows") in ("positions", "all") else found
+
+
+def _frozen(value: Any) -> Any:
+    """A TOML value as hashable data: tables become tuples of pairs, lists tuples."""
+    if isinstance(value, dict):
+        return tuple((str(k), _frozen(v)) for k, v in value.items())
+    return tuple(_frozen(v) for v in value) if isinstance(value, list) else value
+
+
+def check_rope_tables(canonical: Canonical, data: dict[str, Any], known: tuple[str, ...],
+                      where: str) -> tuple[tuple[str, Any], ...]:
+    """`[interface.rope_tables]` checked (every key known, of its type, each choice allowed,
+    each argument one the task can give) and frozen; () when there is none."""
+    if "rope_tables" not in data:
+        return ()
+    table = dict(data["rope_tables"])
+    if canonical.rotary_pairs != "input":
+        takers = [c.task for c in canonical_calls().values() if c.rotary_pairs == "input"]
+        raise ValueError(f"{where}: rope_tables is for the {', '.join(takers)} task (RoPE "
+                         "applied to its input)")
+    _check_keys(table, ROPE_TABLE_KEYS, where, "[interface.rope_tables]")
+    if not table.get("builder"):
+        raise ValueError(f"{where}: [interface.rope_tables] needs builder: the name of the "
+                         "function (or class) that builds the tables")
+    for key, choices in ROPE_TABLE_CHOICES.items():
+        if key in table and table[key] not in choices:
+            raise ValueError(f"{where}: rope_tables.{key} = {table[key]!r}; expected one of "
+                             f"{', '.join(choices)}")
+    table.setdefault("layout", "complex")
+    builder_known = (*known, "x")
+    for value in table.get("arguments", ()):
+        _check_given_value(value, builder_known, canonical.task, where,
+                           "rope_tables.arguments", tables=False)
+    for key, value in dict(table.get("keywords", {})).items():
+        _check_given_value(value, builder_known, canonical.task, where,
+                           f"rope_tables.keywords.{key}", tables=False)
+    for key, value in dict(table.get("constructor", {})).items():
+        _check_given_value(value, builder_known, canonical.task, where,
+                           f"rope_tables.constructor.{key}", tables=True)
+    _check_reads_pair(table, data, canonical, where)
+    return tuple((str(k), _frozen(v)) for k, v in table.items())
+
+
+def _check_reads_pair(table: dict[str, Any], data: dict[str, Any], canonical: Canonical,
+                      where: str) -> None:
+    """Queries and keys rotated together: the rotated input goes to both."""
+    if table.get("read", "output") == "output":
+        return
+    rotated = canonical.sequences[0]
+    given = [*data.get("parameters", ()), *dict(data.get("keywords", {})).values()]
+    if given.count(rotated) < 2:
+        raise ValueError(f"{where}: rope_tables.read = {table['read']!r} reads one of the "
+                         f"queries and keys the applier returns: give it {rotated} as both (list "
+                         f"{rotated} twice in parameters)")

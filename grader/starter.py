@@ -80,9 +80,32 @@ def _autograd_stub(spec: Assignment) -> str:
     return source
 
 
+def builder_stub(spec: Assignment) -> str:
+    """RoPE in two steps: the table builder the course hands out beside the applier (its
+    ``rope_tables.signature``), not written yet; "" for other courses."""
+    signature = str(dict(spec.interface.rope_tables).get("signature", ""))
+    if not signature:
+        return ""
+    name = signature.split("(", 1)[0]
+    body = (f'        raise NotImplementedError("{name} is not implemented yet")\n'
+            if ".forward" in signature else
+            f'    raise NotImplementedError("{name} is not implemented yet")\n')
+    if ".forward" in signature:
+        construct, _, forward = signature.partition(".forward")
+        init = construct.split("(", 1)[1].rstrip(")")
+        return (f"class {name}(nn.Module):\n    \"\"\"Builds RoPE's tables.\"\"\"\n\n"
+                f"    def __init__(self, {init}):\n        super().__init__()\n\n"
+                f"    def forward(self, {forward.strip('()')}):\n{body}\n\n")
+    return f'def {signature}:\n    """Builds RoPE\'s tables."""\n{body}\n\n'
+
+
 def stub_source(spec: Assignment) -> str:
     """The function (or, in a course that asks for a class, the class) with its docstring and a
-    body that says it is not written yet."""
+    body that says it is not written yet (after RoPE's table builder, in a course of two)."""
+    return builder_stub(spec) + _own_stub(spec)
+
+
+def _own_stub(spec: Assignment) -> str:
     if spec.interface.kind == "autograd":
         return _autograd_stub(spec)
     if spec.interface.kind == "class" and spec.interface.stateful:
@@ -107,8 +130,9 @@ def imports(spec: Assignment) -> str:
     """The imports the course's interface works in."""
     arrays = spec.interface.arrays
     if arrays == "torch":
-        return "import torch\nfrom torch import nn" if spec.interface.kind == "class" else \
-            "import torch"
+        builds_a_module = ".forward" in str(dict(spec.interface.rope_tables).get("signature"))
+        return "import torch\nfrom torch import nn" if spec.interface.kind == "class" or \
+            builds_a_module else "import torch"
     if arrays == "tensorflow":
         return "import tensorflow as tf"
     if arrays == "jax":

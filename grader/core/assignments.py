@@ -134,6 +134,9 @@ class Assignment:
         if "concept" in probe.tags and any(
                 name in canonical and canonical[name] != value for name, value in interface.fixed):
             return f"the course's code fixes {', '.join(dict(interface.fixed))} inside"
+        theta = canonical.get("theta", self.task.canonical.default("theta"))
+        if interface.theta is not None and theta not in (None, interface.theta):
+            return f"the course's code fixes theta at {interface.theta:g}"
         if self.task.unexpressible is not None:
             return self.task.unexpressible(interface, canonical, parameters)
         return None

@@ -11,9 +11,23 @@ and by the notebook self-check. NumPy only; torch, TensorFlow or JAX are importe
 interface asks for them (the submission has imported them already).
 """
 
+import importlib.util
 import inspect
+import os
 
 import numpy as np
+
+
+def _sibling(name):
+    """A file beside this one, loaded by path (the child imports nothing of the grader)."""
+    where = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    found = importlib.util.spec_from_file_location(f"_ag_{name}", where)
+    module = importlib.util.module_from_spec(found)
+    found.loader.exec_module(module)
+    return module
+
+
+_rope_tables = _sibling("rope_tables")  # RoPE in two steps: build the tables, then apply them
 
 _asarray = np.asarray
 _ascontiguous = np.ascontiguousarray
@@ -142,6 +156,8 @@ def course_arguments(spec, task, args):
     _derive(values, task)
     convert = _framework(spec.get("arrays", "numpy"))
     parameters = spec.get("parameters") or task["arguments"]
+    if spec.get("rope_tables"):
+        values.update(_rope_tables.placeholders(spec))  # (built in ``call``)
     return [convert(values[name]) for name in parameters], leading, values, convert
 
 
@@ -199,6 +215,8 @@ def _derive(values, task):
         n = int(first.shape[-2])
         values["positions_range"] = (np.arange(n) if values.get("positions") is None
                                      else _asarray(values["positions"]))
+        _rope_tables.derive(values)
+        values["rope_on"] = values.get("theta") is not None  # (a model whose theta is fixed)
 
 
 def _then(folded, back):
@@ -389,6 +407,11 @@ def call(target, spec, task, args, binding_problem):
     and the leading shape to restore. ``binding_problem(function, args)`` says why a call
     cannot bind (then an ``InterfaceError``)."""
     course_args, leading, values, convert = course_arguments(spec, task, args)
+    if spec.get("rope_tables"):
+        leading = _rope_tables.prepare(target, spec, task, values, convert, leading, restore,
+                                       InterfaceError)
+        course_args = [convert(values[name]) for name in spec.get("parameters") or
+                       task["arguments"]]
     keywords = course_keywords(spec, values, convert)
     if spec.get("factory"):
         target = _from_factory(target)
@@ -426,6 +449,8 @@ def call(target, spec, task, args, binding_problem):
         if problem:
             raise InterfaceError(problem)
         result = target(*course_args, **keywords)
+    if spec.get("rope_tables"):
+        result = _rope_tables.read(result, spec, InterfaceError)
     if spec.get("returns") == "weights-output" and isinstance(result, (tuple, list)) \
             and len(result) >= 2:
         result = (result[1], result[0])

@@ -511,7 +511,7 @@ def serve(request_fd, result_fd, entered=None):
     # (the child's own files: a traceback through them reads their lines)
     own_files = [os.path.abspath(__file__), wire.__file__, returns.__file__, interface.__file__,
                  confinement.__file__, tracing.__file__, peak.__file__,
-                 os.path.join(_here, "zygote.py")]
+                 os.path.join(_here, "zygote.py"), os.path.join(_here, "rope_tables.py")]
     install_tripwires(setup["forbidden_roots"], own_files,
                       frozenset({"grader", "reference"}), tripped)
     sys.stdout = _CappedStream(1)

@@ -123,11 +123,14 @@ def _rows_without_keys(recipe: Recipe, probe: Probe) -> Array | None:
 
 def unexpressible(interface: Interface, canonical: dict[str, Any],
                   parameters: tuple[str, ...]) -> str | None:
-    """RoPE where the course's code takes no theta, or none where it always applies RoPE."""
-    takes_theta = interface.receives("theta") or "theta" in parameters
+    """RoPE where the course's code takes no theta, or none where it always applies RoPE (a
+    theta fixed in the code is switched on and off by ``rope_on``, where it is received)."""
+    switch = interface.receives("rope_on") or "rope_on" in parameters
+    takes_theta = interface.receives("theta") or "theta" in parameters or switch or \
+        interface.theta is not None
     if canonical.get("theta") is not None and not takes_theta:
         return "the interface takes no theta (no RoPE)"
-    if canonical.get("theta") is None and takes_theta and \
+    if canonical.get("theta") is None and takes_theta and not switch and \
             not interface.canonical_for("causal_self_attention"):
         return "the interface always applies RoPE"
     return None
