@@ -221,9 +221,9 @@ ROWS: tuple[Misconception, ...] = (
             "pairs:halves": Wording(
                 "Your RoPE rotates neighbouring features (2i, 2i + 1) instead of (i, i + d/2)",
                 "This course rotates each feature i of the first half with feature i + d/2 "
-                "of the second ('rotate half', the GPT-NeoX and Hugging Face layout), pair i "
-                "turning by p * theta**(-2i/d). Rotating neighbouring features is the other "
-                "layout (RoFormer's): equally valid, but not the one this course's model uses.",
+                "of the second, pair i turning by p * theta**(-2i/d). Rotating neighbouring "
+                "features is the other layout: equally valid, but not the one this course's "
+                "model uses.",
                 "Rotate the halves: `x1, x2 = x[..., :d // 2], x[..., d // 2:]`, then "
                 "`torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)`.",
                 "your rotation pairs neighbouring features instead of feature i with i + d/2"),
