@@ -246,7 +246,7 @@ ROWS: tuple[Misconception, ...] = (
         variants_of("dx_weight", "plain", "plain_qkv", "plain_o", only=MHA_BACK),
         "your gradient through {which_weights_dx} equals dY W; it must be dY W^T",
         fix="Transpose the weight: `dX = dY @ W.T`.",
-        stages=("dC", "dX_q", "dX_kv"),
+        stages=("dC", "dC_heads", "dX_q", "dX_kv"),
     ),
     Misconception(
         "backward-heads-not-transposed",

@@ -40,3 +40,4 @@ def multi_head_attention_backward(grad_output, X_q, X_kv, W_q, W_k, W_v, W_o, nu
     dX_v, dW_v = linear_backward(X_kv, W_v, dV)
     dX_kv = dX_k + dX_v
     return dX_q, dX_kv, dW_q, dW_k, dW_v, dW_o
+# where: weight-grad-transposed=8 dx-weight-not-transposed=7

@@ -37,3 +37,4 @@ def multi_head_attention_backward(grad_output, X_q, X_kv, W_q, W_k, W_v, W_o, nu
     dX_q = d_q @ wq.T
     dX_kv = d_k_ @ wk.T + d_v @ wv.T
     return dX_q, dX_kv, dW_q, dW_k, dW_v, dW_o
+# where: dx-weight-not-transposed=24

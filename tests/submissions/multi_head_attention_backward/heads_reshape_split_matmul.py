@@ -39,3 +39,4 @@ def multi_head_attention_backward(grad_output, X_q, X_kv, W_q, W_k, W_v, W_o, nu
     dX_q = dQ @ W_q.T
     dX_kv = dK @ W_k.T + dV @ W_v.T
     return dX_q, dX_kv, dW_q, dW_k, dW_v, dW_o
+# where: backward-heads-not-transposed=29

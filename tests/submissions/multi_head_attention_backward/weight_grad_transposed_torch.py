@@ -36,3 +36,4 @@ def multi_head_attention_backward(grad_output, X_q, X_kv, W_q, W_k, W_v, W_o, nu
     dX_q = dq @ wq.T
     dX_kv = dk @ wk.T + dv @ wv.T
     return dX_q, dX_kv, dW_q, dW_k, dW_v, dW_o
+# where: weight-grad-transposed=25
