@@ -41,8 +41,9 @@ def test_the_reference_agrees_with_finite_differences(seed: int) -> None:
             assert grad.shape == argument.shape, probe.id
         directions = [rng.normal(size=x.shape) for x in inputs]
 
-        def loss(t: float, up: Any = d_y, h: int = heads, m: Any = mask) -> float:
-            moved = [x + t * d for x, d in zip(inputs, directions)]
+        def loss(t: float, up: Any = d_y, h: int = heads, m: Any = mask,
+                 at: Any = inputs, along: Any = directions) -> float:
+            moved = [x + t * d for x, d in zip(at, along)]
             return float(np.sum(multi_head_attention(*moved, h, *m) * up))
 
         numeric = (loss(1e-6) - loss(-1e-6)) / 2e-6

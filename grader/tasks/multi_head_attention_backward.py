@@ -10,6 +10,8 @@ with a key blocked for every query.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from grader.core.concepts import ATOL, Concept, Outcomes, Verdict, close
@@ -63,8 +65,7 @@ def make_probes(make: Maker) -> list[Probe]:
         new_probe("cross-3-heads", call(*pair(3, 5), 3), "unbatched", bank=("B-16",)),
         new_probe("self", call(x_self, x_self, 2), "unbatched", "coincidence",
                   bank=("A-tf-7", "B-22"), traced=True),
-        new_probe("self-3-heads", call(*[g(6, D_MODEL)] * 2, 3), "unbatched", "coincidence",
-                  bank=("A-tf-7", "B-16")),
+        *_self_six(make, call),
         new_probe("square", call(*pair(4, 4), 2), "unbatched", "coincidence",
                   bank=("B-12", "B-14")),
         new_probe("square-keys", call(*pair(3, 6), 2), "unbatched", "coincidence",
@@ -96,6 +97,13 @@ def make_probes(make: Maker) -> list[Probe]:
         new_probe("values-changed", values_changed, "unbatched", "concept",
                   bank=("B-21", "B-6")),
     ]
+
+
+def _self_six(make: Maker, call: Callable[..., tuple[object, ...]]) -> list[Probe]:
+    """Self-attention on six tokens with three heads (n = m, d_k = 4)."""
+    x_six = make.grid(6, D_MODEL)
+    return [new_probe("self-3-heads", call(x_six, x_six, 3), "unbatched", "coincidence",
+                      bank=("A-tf-7", "B-16"))]
 
 
 def _blocked_key_zero(r: Outcomes) -> Verdict:
@@ -153,9 +161,13 @@ def _self_attention_total(r: Outcomes) -> Verdict:
     if d_x_q is None or d_x_kv is None or d_x_q.shape != x.shape or d_x_kv.shape != x.shape:
         return False, "dX_q and dX_kv should both have the shape of X."
     total = d_x_q + d_x_kv
-    ok, message = directional_check(
-        lambda a, *w: multi_head_attention(a, a, *w, probe.args[7]), (x,), (total,), d_y,
-        int(probe.meta.get("seed", 0)), tuple(weights))
+    heads = int(probe.args[7])
+
+    def self_attention(a: Array, w_q: Array, w_k: Array, w_v: Array, w_o: Array) -> Array:
+        return multi_head_attention(a, a, w_q, w_k, w_v, w_o, heads)
+
+    ok, message = directional_check(self_attention, (x,), (total,), d_y,
+                                    int(probe.meta.get("seed", 0)), tuple(weights))
     return ok, ("with the same array as X_q and X_kv, dX_q + dX_kv is the gradient of the "
                 "self-attention input." if ok else
                 "with the same array X passed as X_q and X_kv, dX_q + dX_kv must be the "
