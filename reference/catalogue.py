@@ -62,23 +62,32 @@ def ids_for(task: str, recipe: Mapping[str, str]) -> tuple[str, ...]:
 
 @functools.cache
 def _ids_for(task: str, chosen: frozenset[tuple[str, str]]) -> tuple[str, ...]:
-    absorbed = {
-        (knob, choice)
-        for row in CATALOGUE
-        if any((v.knob, v.choice) in chosen for v in row.variants)
-        for knob, choices in row.absorbs.items()
-        for choice in choices
-    }
-    named = []
-    for row in CATALOGUE:
-        hits = {
-            (v.knob, v.choice)
-            for v in row.variants
-            if task in v.tasks and (v.knob, v.choice) in chosen
-        }
-        if hits - absorbed:
-            named.append(row.id)
-    return tuple(named)
+    hits, absorbs = _pair_index(task)
+    absorbed: set[tuple[str, str]] = set()
+    for pair in chosen:
+        absorbed |= absorbs.get(pair, frozenset())
+    named: set[int] = set()
+    for pair in chosen - absorbed:
+        named.update(hits.get(pair, ()))
+    return tuple(CATALOGUE[i].id for i in sorted(named))
+
+
+@functools.cache
+def _pair_index(task: str) -> tuple[dict[tuple[str, str], tuple[int, ...]],
+                                    dict[tuple[str, str], frozenset[tuple[str, str]]]]:
+    """For each (knob, choice): the rows (positions) it names in ``task``, and the choices
+    the rows it belongs to (in any task) absorb."""
+    hits: dict[tuple[str, str], list[int]] = {}
+    absorbs: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for position, row in enumerate(CATALOGUE):
+        own = {(k, c) for k, choices in row.absorbs.items() for c in choices}
+        for variant in row.variants:
+            pair = (variant.knob, variant.choice)
+            absorbs.setdefault(pair, set()).update(own)
+            if task in variant.tasks:
+                hits.setdefault(pair, []).append(position)
+    return ({pair: tuple(dict.fromkeys(rows)) for pair, rows in hits.items()},
+            {pair: frozenset(told) for pair, told in absorbs.items()})
 
 
 def own_choices(row_id: str, recipe: Mapping[str, str]) -> dict[str, str]:

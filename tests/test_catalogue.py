@@ -36,11 +36,12 @@ SPEC_IDS = {
     "lse-missing-scale", "finite-initial-max", "remainder-tile-dropped",
     "causal-mask-tile-local", "backward-missing-d", "backward-p-unscaled",
     "backward-grad-unscaled",
-    # the backward pass (softmax_backward and attention_backward so far)
+    # the backward pass
     "softmax-backward-diagonal-only", "softmax-backward-elementwise",
     "softmax-backward-unweighted-sum", "softmax-backward-wrong-axis", "row-sum-misbroadcast",
     "dv-not-transposed", "dk-not-transposed", "backward-missing-scale", "backward-scale-by-dk",
-    "softmax-backward-output-as-logits",
+    "softmax-backward-output-as-logits", "weight-grad-transposed", "dx-weight-not-transposed",
+    "backward-heads-not-transposed", "dxkv-missing-path", "dx-paths-merged",
 }
 BANK_ID = re.compile(r"^(A-(tf|err|why|edge)-\d+|B-\d+)$")
 

@@ -62,6 +62,13 @@ SENTENCE_ONLY = {
     "dk-not-transposed": "not written yet",
     "backward-missing-scale": "the scale goes on dQ and dK, often two lines",
     "backward-scale-by-dk": "not written yet",
+    # the multi-head backward: each is written over several lines (a weight gradient per
+    # projection, or a helper's one line used four times and its callers), not written yet
+    "weight-grad-transposed": "one transpose per weight gradient, often four lines (not yet)",
+    "dx-weight-not-transposed": "one transpose per projection, often four lines (not yet)",
+    "backward-heads-not-transposed": "the split and the merges are several lines (not yet)",
+    "dxkv-missing-path": "the missing path is a new term, often from another line (not yet)",
+    "dx-paths-merged": "two returned values, each from its own paths (not yet)",
 }
 
 

@@ -57,7 +57,8 @@ def test_every_assignment_has_at_least_five_correct_styles() -> None:
     for assignment in ("softmax", "attention", "multi_head_attention", "causal_mask",
                        "positional_encoding", "rope", "causal_self_attention",
                        "flash_attention_forward", "softmax_backward",
-                       "attention_backward", "flash_attention_backward"):
+                       "attention_backward", "flash_attention_backward",
+                       "multi_head_attention_backward"):
         correct = [p for p in FIXTURES if p.parent.name == assignment and not expected_ids(p)]
         assert len(correct) >= 5, assignment
         bodies = {"\n".join(line.split("#")[0].strip() for line in p.read_text().splitlines()
@@ -80,7 +81,8 @@ def test_evidence_names_the_numbers_and_a_call_to_paste(graded: Graded) -> None:
                                         "causal_mask", "positional_encoding", "rope",
                                         "causal_self_attention", "flash_attention_forward",
                                         "softmax_backward", "attention_backward",
-                                        "flash_attention_backward"])
+                                        "flash_attention_backward",
+                                        "multi_head_attention_backward"])
 def test_hidden_seeds_change_no_verdict(tmp_path: Path, assignment: str, seed: int) -> None:
     """New probe values (a hidden seed) must neither accuse a correct style nor hide a
     misconception: every fixture again gets exactly its IDs, correct ones full marks (those
@@ -144,7 +146,7 @@ def test_every_id_of_tiled_attention_is_named_by_three_styles() -> None:
 def test_every_id_of_the_backward_pass_is_named_by_three_styles() -> None:
     """Each backward ID is named exactly by at least three fixtures of the backward
     assignments, written in different styles (combinations included)."""
-    folders = {"softmax_backward", "attention_backward"}
+    folders = {"softmax_backward", "attention_backward", "multi_head_attention_backward"}
     unit = {row.id for row in backward.ROWS}
     named: dict[str, int] = {}
     for path in FIXTURES:

@@ -22,6 +22,8 @@ from reference import catalogue
 DECLARED_TIES = {
     # V = X_kv @ W_k is K itself: "you blend the keys, not the values" says it exactly
     ("multi_head_attention", "proj_matrices", "qkk"): "blend-keys",
+    # ... and so is its exact gradient (dW_v is 0, dW_k takes both paths, in either)
+    ("multi_head_attention_backward", "proj_matrices", "qkk"): "blend-keys",
 }
 
 

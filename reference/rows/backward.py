@@ -20,12 +20,13 @@ from reference.misconception import Misconception, Variant, Wording, variants_of
 ATTN_BACK = ("attention_backward",)
 MHA_BACK = ("multi_head_attention_backward",)
 SOFTMAX_BACK = ("softmax_backward",)
-BACKWARD = (*SOFTMAX_BACK, *ATTN_BACK)
-ATTENTIVE_BACK = ATTN_BACK
+ATTENTIVE_BACK = (*ATTN_BACK, *MHA_BACK)
+BACKWARD = (*SOFTMAX_BACK, *ATTENTIVE_BACK)
 
 #: forward task -> the backward task its variants carry over to
 CARRIED_TO: dict[str, str] = {
     "attention": "attention_backward",
+    "multi_head_attention": "multi_head_attention_backward",
 }
 
 #: the second member of the forward families of two (SPEC): the forward's mask left out of
@@ -136,7 +137,10 @@ ROWS: tuple[Misconception, ...] = (
         "it with the last axis of (..., n, m): sum i is subtracted from column i, not from row "
         "i. It only runs where the shapes happen to match (square scores), and fails elsewhere.",
         ("B-2",),
-        variants_of("rowsum_axis", "no_keepdims", only=BACKWARD),
+        variants_of("rowsum_axis", "no_keepdims", only=(*SOFTMAX_BACK, *ATTN_BACK))
+        # in multi-head attention the scores have a head axis: the code that runs on square
+        # scores is written per head, (n, m) at a time
+        + variants_of("rowsum_axis", "no_keepdims_per_slice", only=MHA_BACK),
         "your row sums are subtracted along the columns (sum i from column i); with "
         "`keepdims=True` each is subtracted from its own row",
         fix="Keep the summed axis: `(P * dP).sum(axis=-1, keepdims=True)`.",
@@ -215,5 +219,77 @@ ROWS: tuple[Misconception, ...] = (
         "your gradient is built from softmax(Y) instead of Y, the probabilities given",
         fix="Use `output` as the probabilities: `y = output`, with no second softmax.",
         stages=("probabilities",),
+    ),
+    Misconception(
+        "weight-grad-transposed",
+        "Your weight gradients come back transposed",
+        "A projection Y = X W with X of shape (..., n, d_in) and W of shape (d_in, d_out) has "
+        "dW = X^T dY: each entry W[i, j] links input feature i to output feature j, so its "
+        "gradient pairs column i of X with column j of dY, summed over every position (and "
+        "every leading index: the weight is shared). dY^T X is that matrix transposed. The "
+        "shapes agree only because d_model x d_model weights are square.",
+        ("B-8",),
+        variants_of("weight_grad", "transposed", "transposed_qkv", "transposed_o", only=MHA_BACK),
+        "your {which_weights} equal dY^T X, the transpose of X^T dY",
+        fix="Put the input first: `dW = X.reshape(-1, d_in).T @ dY.reshape(-1, d_out)`, not "
+            "`dY.T @ X`.",
+        stages=("dW_o", "dW_q", "dW_k", "dW_v"),
+    ),
+    Misconception(
+        "dx-weight-not-transposed",
+        "Your input gradients go through the weights untransposed: dX = dY W",
+        "Y = X W sends input feature i to output feature j through W[i, j], so the gradient "
+        "flows back along the same entries the other way: dX = dY W^T. dY W uses W as if it "
+        "mapped outputs to inputs; with square d_model x d_model weights it runs, and gives the "
+        "wrong numbers. Through W_o this makes dC wrong, and every gradient after it.",
+        ("B-8",),
+        variants_of("dx_weight", "plain", "plain_qkv", "plain_o", only=MHA_BACK),
+        "your gradient through {which_weights_dx} equals dY W; it must be dY W^T",
+        fix="Transpose the weight: `dX = dY @ W.T`.",
+        stages=("dC", "dC_heads", "dX_q", "dX_kv"),
+    ),
+    Misconception(
+        "backward-heads-not-transposed",
+        "Your backward splits or merges the heads by a plain reshape",
+        "The forward splits heads with a reshape to (..., n, h, d_k) and a transpose to "
+        "(..., h, n, d_k), and merges them with the transpose back. The backward must undo each "
+        "step in the same way: dC (..., n, d_model) is split like Q was, and the heads' dQ, dK, "
+        "dV are merged like the heads' outputs were. A plain reshape between (..., n, d_model) "
+        "and (..., h, n, d_k) mixes tokens and heads.",
+        ("A-tf-9",),
+        variants_of("backward_heads", "reshape_split", "reshape_merge", "reshape_both",
+                    only=MHA_BACK),
+        "your {heads_step} by a plain reshape: the heads get other tokens' gradients",
+        fix="Undo the forward's steps: split with `dC.reshape(..., n, h, d_k).swapaxes(-2, "
+            "-3)` and merge with `.swapaxes(-2, -3).reshape(..., n, d_model)`.",
+        stages=("dC_heads", "dQ_merged", "dK_merged", "dV_merged"),
+    ),
+    Misconception(
+        "dxkv-missing-path",
+        "Your dX_kv takes only one of its two paths",
+        "X_kv feeds both the keys (K = X_kv W_k) and the values (V = X_kv W_v), so its gradient "
+        "is the sum of both paths: dX_kv = dK W_k^T + dV W_v^T. Keeping one of them drops the "
+        "other's contribution.",
+        ("A-tf-7", "B-22"),
+        variants_of("dxkv_path", "k_only", "v_only", only=MHA_BACK),
+        "your dX_kv has {kept_path} only; the {missing_path} is missing",
+        fix="Add both paths: `dX_kv = dK @ W_k.T + dV @ W_v.T`.",
+        stages=("dX_kv",),
+    ),
+    Misconception(
+        "dx-paths-merged",
+        "You return the self-attention total as both dX_q and dX_kv",
+        "X_q and X_kv are separate arguments, even when the caller passes the same array: dX_q "
+        "is the gradient through the queries alone (dQ W_q^T), dX_kv through the keys and "
+        "values (dK W_k^T + dV W_v^T). Their sum is the gradient of a self-attention input, "
+        "which the caller adds; returning it twice counts every path in both. It only runs "
+        "when X_q and X_kv have one shape, and fails when n != m.",
+        ("A-tf-7", "B-22"),
+        variants_of("dx_paths", "merged", only=MHA_BACK),
+        "your dX_q and dX_kv are both dQ W_q^T + dK W_k^T + dV W_v^T (it only runs with "
+        "n = m = {n})",
+        fix="Return each input's own gradient: `dX_q = dQ @ W_q.T` and `dX_kv = dK @ W_k.T + "
+            "dV @ W_v.T`.",
+        stages=("dX_q",),
     ),
 )

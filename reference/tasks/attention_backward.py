@@ -117,6 +117,9 @@ def softmax_grad(recipe: Recipe, p: Array, d_p: Array, axis: int | tuple[int, ..
     if where == "no_keepdims":
         total = stages["rowsum"] = np.sum(weighted, axis=axis)
         return p * (d_p - total)
+    if where == "no_keepdims_per_slice":  # the same, written per (n, m) slice (a head loop)
+        total = stages["rowsum"] = np.sum(weighted, axis=axis)
+        return p * (d_p - np.expand_dims(total, -2))
     if where == "other" and isinstance(axis, int):
         axis = OTHER_AXIS.get(axis, -2)
     total = stages["rowsum"] = np.sum(weighted, axis=axis, keepdims=True)
