@@ -56,6 +56,15 @@ def test_the_returned_arrays_are_read_by_the_tasks_names() -> None:
     np.testing.assert_array_equal(named["dV"], C)
 
 
+def test_a_list_of_same_shaped_gradients_is_each_of_them() -> None:
+    """[dQ, dK, dV] of one shape is three arrays, not one stacked (3, n, d) array; a list of
+    rows stays one array where the task has a single output."""
+    named = to_arrays([A, A + 1, A + 2], ("dQ", "dK", "dV"), ())
+    assert list(named) == ["dQ", "dK", "dV"]
+    np.testing.assert_array_equal(named["dK"], A + 1)
+    assert to_arrays([[1.0, 2.0], [3.0, 4.0]], ("output",), ())["output"].shape == (2, 2)
+
+
 @pytest.mark.parametrize("value,outputs,optional,message", [
     ((A, B, C), ("output", "weights"), ("weights",),
      "returned 3 arrays; expected 1 or 2: output, and optionally weights"),

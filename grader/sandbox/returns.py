@@ -57,6 +57,11 @@ def to_arrays(value, outputs=("output", "weights"), optional=("weights",)):
             raise WrongReturn("returned an empty tuple")
         return _named(list(value), outputs, optional)
     if isinstance(value, list):
+        required = [name for name in outputs if name not in optional]
+        if len(required) > 1 and len(required) <= len(value) <= len(outputs):
+            # a task of several outputs: [dQ, dK, dV] is three arrays, even where their
+            # shapes agree and NumPy would stack them into one
+            return _named(list(value), outputs, optional)
         try:
             return _named([plain_array(value)], outputs, optional)
         except (ValueError, TypeError):
