@@ -723,17 +723,19 @@ def test_the_class_report_speaks_the_courses_conventions(tmp_path: Path) -> None
     from reference.catalogue import BY_ID, wording
 
     row = {"student": "ann", "submission": "a.py", "report": "ann.json", "status": "graded",
-           "score": 5.0, "max_score": 10.0, "misconceptions": ["mask-inverted"], "errors": [],
-           "failed_checks": [], "seconds": 0.1}
+           "score": 5.0, "max_score": 10.0, "misconceptions": ["mask-inverted", "no-scaling"],
+           "errors": [], "failed_checks": [], "seconds": 0.1}
     stats = class_statistics([row], "pytorch-mha-convention")
     told = wording("mask-inverted", frozenset({"mask:block"}))
-    item = stats["misconceptions"][0]
+    item = next(m for m in stats["misconceptions"] if m["id"] == "mask-inverted")
     assert item["explanation"] == told.explanation != BY_ID["mask-inverted"].explanation
     assert item["title"] == told.title
-    assert "`" in told.explanation
+    spans = BY_ID["no-scaling"].explanation  # (an explanation with code spans)
+    assert "`" in spans
     page = html(stats)
     assert "`" not in page.split("<h2>Misconceptions</h2>")[1] and "<code>" in page
-    assert told.explanation.split("`")[0].strip() in markdown(stats)
+    assert spans.split("`")[0].strip() in markdown(stats)
+    assert told.explanation[:60] in markdown(stats)
 
 
 def test_reports_take_the_permissions_of_their_folder(tmp_path: Path) -> None:

@@ -131,8 +131,9 @@ def test_gradescope_hides_tests_on_hidden_probes() -> None:
     public = json.loads(gradescope.render(grade_json(BUGGY)))
     assert {t["visibility"] for t in public["tests"]} == {"visible"}
     # the always-visible output names the misconceptions but shows no secret probe values
-    assert "scale-by-dk" in results["output"] and "np.array(" not in results["output"]
-    assert "np.array(" in public["output"]
+    assert "scale-by-dk" in results["output"]
+    assert "np.array(" not in results["output"] and "probe_inputs(" not in results["output"]
+    assert "probe_inputs(" in public["output"]  # (the public inputs, fetched by name)
 
 
 def _autograder_root(tmp_path: Path, zip_path: Path) -> Path:
