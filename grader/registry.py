@@ -31,7 +31,7 @@ _SOURCE_TREE = Path(__file__).resolve().parents[1] / "assignments"
 
 #: values a course's parameter can also receive: sizes derived from the probe
 DERIVED_ARGUMENTS = ("d_model", "d_k", "valid_lens", "seq_len", "zeros", "positions_range",
-                     "logits", "positions_batch", "table_length", "rope_on")
+                     "logits", "positions_batch", "table_length", "rope_on", "no_key_padding")
 #: the canonical arguments each derived one is worked out from (any one of them suffices; the
 #: child's ``interface._derive`` derives exactly these): a task without any of them cannot
 #: give it, and a course that asks for it is refused before anything runs
@@ -50,6 +50,9 @@ DERIVED_FROM: dict[str, tuple[str, ...]] = {
     "table_length": ("theta",),
     # a model whose theta is fixed inside it: is RoPE on (the probe has a theta)?
     "rope_on": ("theta",),
+    # a key padding mask that pads nothing, all False (..., m): for a class whose forward needs
+    # one beside its attention mask (CMU 11-785's `MultiHeadAttention._merge_masks`)
+    "no_key_padding": ("X_kv",),
 }
 
 

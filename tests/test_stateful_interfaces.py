@@ -391,6 +391,83 @@ def test_cmu_attention_fixture_its_own_test_passes_is_named_here() -> None:
         assert np.allclose(mine, expected, rtol=1e-4, atol=1e-4)
 
 
+CMU_MHA = PRESETS / "cmu-11785-multi-head-attention-backward"
+#: the mistake students made in CMU's MultiHeadAttention: keys and values split into heads with
+#: the query's length, which is right only when the lengths are equal
+SPLIT_WITH_QUERY_LENGTH = (
+    "        x = x.reshape(x.shape[0], x.shape[1], self.num_heads, -1)",
+    "        x = x.reshape(self.N, self.L, self.num_heads, -1)")
+
+
+def _split_with_query_length(tmp_path: Path) -> Path:
+    source = (CMU_MHA / "correct_handout.py").read_text()
+    assert SPLIT_WITH_QUERY_LENGTH[0] in source
+    path = tmp_path / "split_with_query_length.py"
+    path.write_text(source.replace(*SPLIT_WITH_QUERY_LENGTH))
+    return path
+
+
+def _cmu_mha_course_test(module: ModuleType) -> list[np.ndarray]:
+    """What CMU's check of MultiHeadAttention.backward compares, in our words: query, key and
+    value of one length, masks that block nothing, an all-ones upstream gradient, and only the
+    three returned gradients (never a layer's dLdW)."""
+    rng = np.random.default_rng(11785)
+    n, length, d, heads = 2, 5, 8, 2
+    layer = module.MultiHeadAttention(d, heads)
+    layer.init_weights(*(rng.normal(size=s) for s in [(d, d), (d,)] * 4))
+    query, key, value = (rng.normal(size=(n, length, d)) for _ in range(3))
+    out = layer.forward(query, key, value, key_padding_mask=np.zeros((n, length), dtype=bool),
+                        attn_mask=np.zeros((length, length), dtype=bool))
+    return list(layer.backward(np.ones_like(out)))
+
+
+def _passes_cmu_mha_course_test(module: ModuleType) -> bool:
+    right = _cmu_mha_course_test(_load(CMU_MHA / "correct_handout.py"))
+    return all(np.allclose(mine, expected, rtol=1e-4, atol=1e-4)
+               for mine, expected in zip(_cmu_mha_course_test(module), right, strict=True))
+
+
+def test_cmu_mha_split_with_the_query_length_passes_its_course_test_not_ours(
+        tmp_path: Path) -> None:
+    """Keys and values split into heads with the query's length: CMU's own test (equal
+    lengths, all-ones upstream gradient) cannot tell it from the right code; our test inputs
+    with more keys than queries mark it down, naming no misconception of ours."""
+    path = _split_with_query_length(tmp_path)
+    assert _passes_cmu_mha_course_test(_load(path))
+    report = grade_trusted(path, "cmu-11785-multi-head-attention-backward")
+    assert report["misconceptions"] == []
+    assert 0 < report["score"] < report["max_score"]
+    [error] = report["errors"]  # (the shapes disagree when n != m: the line is shown)
+    assert error["kind"] == "runtime-error" and "in forward" in error["message"]
+
+
+def test_cmu_mha_weight_gradient_transposed_passes_its_course_test_and_is_named() -> None:
+    """CMU's test compares only the returned gradients: dLdW stored (in, out) passes it, and
+    the grader, which reads each layer's dLdW, names it."""
+    assert _passes_cmu_mha_course_test(_load(CMU_MHA / "weight_grad_transposed.py"))
+    assert not _passes_cmu_mha_course_test(_load(CMU_MHA / "dxkv_missing_path.py"))
+    report = grade_trusted(CMU_MHA / "weight_grad_transposed.py",
+                           "cmu-11785-multi-head-attention-backward")
+    assert [m["id"] for m in report["misconceptions"]] == ["weight-grad-transposed"]
+
+
+def test_a_key_padding_mask_that_pads_nothing_is_derived_from_the_keys() -> None:
+    """CMU's `_merge_masks` reads a (N, S) key padding mask beside the (L, S) attention mask:
+    the derived `no_key_padding` is all False with the keys' leading axes and length."""
+    assert "no_key_padding" in registry.derivable(("X_q", "X_kv"))
+    assert "no_key_padding" not in registry.derivable(("Q", "K", "V"))
+    spec = registry.get("cmu-11785-multi-head-attention-backward").interface.as_dict()
+    task = registry.canonical_call("multi_head_attention_backward").as_dict()
+    rng = np.random.default_rng(0)
+    args = [rng.normal(size=(3, 4)), rng.normal(size=(3, 4)), rng.normal(size=(6, 4)),
+            *(rng.normal(size=(4, 4)) for _ in range(4)), 2, None]
+    keywords = interface.course_keywords(spec, interface.course_arguments(spec, task, args)[2],
+                                         lambda a: a)
+    assert keywords["key_padding_mask"].shape == (1, 6)
+    assert keywords["key_padding_mask"].dtype == bool and not keywords["key_padding_mask"].any()
+    assert keywords["attn_mask"].shape == (3, 6) and not keywords["attn_mask"].any()
+
+
 # --- through the sandbox ---------------------------------------------------------------------
 
 @pytest.mark.e2e
@@ -435,6 +512,7 @@ def test_a_cmu_mask_that_works_only_at_full_shape_fails_where_the_course_allows_
 
 
 STEP_PRESETS = ("cmu-11785-attention-backward", "cmu-11785-softmax-backward",
+                "cmu-11785-multi-head-attention-backward",
                 "torch-autograd-attention-backward", "cs336-a2-flash-attention-forward")
 
 

@@ -217,6 +217,8 @@ def _derive(values, task):
                                      else _asarray(values["positions"]))
         _rope_tables.derive(values)
         values["rope_on"] = values.get("theta") is not None  # (a model whose theta is fixed)
+    if values.get("X_kv") is not None:  # a key padding mask that pads nothing (True = padded)
+        values["no_key_padding"] = np.zeros(values["X_kv"].shape[:-1], dtype=bool)
 
 
 def _then(folded, back):
@@ -659,7 +661,8 @@ def invoker(function, spec, task, to_arrays, binding_problem):
 
     def invoke(args):
         result, leading = call(function, spec, task, args, binding_problem)
-        named = {name: restore(_squeezed(a, spec.get("squeeze") or 0), leading)
+        named = {name: a if name[1:] in PROJECTIONS  # (a weight's gradient: no leading axes)
+                 else restore(_squeezed(a, spec.get("squeeze") or 0), leading)
                  for name, a in to_arrays(result, outputs, optional).items()}
         if task.get("returns_mask") and spec.get("mask") in READ_MASKS:
             named[outputs[0]] = READ_MASKS[spec["mask"]](named[outputs[0]])
