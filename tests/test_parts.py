@@ -57,6 +57,7 @@ def test_a_multi_part_folder_is_checked_when_read(tmp_path: Path, body: str,
 
 def test_the_presets_list_their_parts_and_the_total_is_the_weights() -> None:
     for preset, count in (("coursera-dls-c5w4", 3), ("cs231n-transformer-layers", 2),
+                          ("cs336-a2-flash-attention", 2),
                           ("cs336-a1-attention", 4)):
         parts = registry.parts_of(registry.get(preset))
         assert len(parts) == count

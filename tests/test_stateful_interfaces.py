@@ -362,6 +362,79 @@ def test_the_causal_path_cs336_never_tests_is_wrong_where_it_is_tried() -> None:
     assert not _course_flash_test(bad.get_flashattention_autograd_function_pytorch(), True)
 
 
+BACKWARD_PRESET = PRESETS / "cs336-a2-flash-attention-backward"
+
+
+def _course_flash_backward_test(function_class: Any, is_causal: bool = False) -> bool:
+    """CS336's check of the PyTorch backward, in our words: (4, 128, 64) float32 inputs that
+    require gradients, a random upstream gradient, q.grad, k.grad and v.grad within 1e-2 of
+    autograd through plain attention."""
+    import torch
+
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(4, 128, 64, requires_grad=True) for _ in range(3))
+    d_o = torch.randn(4, 128, 64)
+    function_class.apply(q, k, v, is_causal).backward(d_o)
+    mine = [t.grad.clone() for t in (q, k, v)]
+    for t in (q, k, v):
+        t.grad = None
+    s = q @ k.transpose(-1, -2) / 8.0
+    if is_causal:
+        s = torch.where(torch.ones(128, 128, dtype=torch.bool).tril(), s, -1e6)
+    (torch.softmax(s, -1) @ v).backward(d_o)
+    return all(torch.allclose(a, t.grad, rtol=1e-2, atol=1e-2) for a, t in zip(mine, (q, k, v)))
+
+
+@pytest.mark.parametrize("fixture", ["backward_remainder_dropped", "backward_causal_tile_local"])
+def test_cs336_backward_fixtures_its_own_test_passes_are_named_here(fixture: str) -> None:
+    pytest.importorskip("torch")
+    module = _load(BACKWARD_PRESET / f"{fixture}.py")
+    assert expected_ids(BACKWARD_PRESET / f"{fixture}.py")
+    assert _course_flash_backward_test(module.get_flashattention_autograd_function_pytorch())
+
+
+def test_the_causal_backward_cs336_never_tests_is_wrong_where_it_is_tried() -> None:
+    pytest.importorskip("torch")
+    good = _load(BACKWARD_PRESET / "correct_query_outer_split.py")
+    bad = _load(BACKWARD_PRESET / "backward_causal_tile_local.py")
+    assert _course_flash_backward_test(good.get_flashattention_autograd_function_pytorch(), True)
+    assert not _course_flash_backward_test(bad.get_flashattention_autograd_function_pytorch(),
+                                           True)
+
+
+def test_the_cs336_backward_is_graded_on_causal_inputs_with_as_many_keys_as_queries() -> None:
+    """The backward task's first argument is the upstream gradient: the square-causal rule
+    compares the task's queries and keys, so causal inputs with more keys are left out."""
+    course = get("cs336-a2-flash-attention-backward")
+    assert "as many keys as queries" in course.left_out()["causal-tiles-of-one"]
+    causal = [p for p in course.probes() if p.args[6]]
+    assert causal and all(p.args[1].shape[-2] == p.args[2].shape[-2] for p in causal)
+
+
+@pytest.mark.e2e
+def test_one_cs336_class_is_graded_as_the_forward_and_the_backward_part() -> None:
+    """As CS336 A2 hands it out: one autograd Function from the adapter, its forward and its
+    backward each a part; a backward still raising NotImplementedError scores 0 on its part."""
+    pytest.importorskip("torch")
+    from grader import grade
+
+    right = grade(BACKWARD_PRESET / "correct_recompute_tiles.py",
+                  assignment="cs336-a2-flash-attention")
+    assert [p["assignment"] for p in right["parts"]] == [
+        "cs336-a2-flash-attention-forward", "cs336-a2-flash-attention-backward"]
+    assert right["score"] == right["max_score"] == 20.0 and right["misconceptions"] == []
+    wrong = grade(BACKWARD_PRESET / "backward_missing_d.py", assignment="cs336-a2-flash-attention")
+    forward, backward = wrong["parts"]
+    assert forward["score"] == forward["max_score"] and forward["misconceptions"] == []
+    assert [m["id"] for m in backward["misconceptions"]] == ["backward-missing-d"]
+    stub = grade(PRESETS / "cs336-a2-flash-attention-forward" / "causal_mask_tile_local.py",
+                 assignment="cs336-a2-flash-attention")
+    forward, backward = stub["parts"]
+    assert [m["id"] for m in forward["misconceptions"]] == ["causal-mask-tile-local"]
+    assert backward["score"] == 0 and backward["misconceptions"] == []
+    assert backward["errors"]
+
+
 def test_cmu_softmax_fixture_its_own_test_passes_is_named_here() -> None:
     """CMU's check of Softmax.backward, in our words: random (B, n, d) inputs, axes 0, 1, 2,
     -1, -2, an all-ones upstream gradient (for which the right answer is 0)."""
@@ -476,6 +549,7 @@ def test_a_key_padding_mask_that_pads_nothing_is_derived_from_the_keys() -> None
     "cmu-11785-softmax-backward/correct_handout.py",
     "torch-autograd-attention-backward/dk_not_transposed.py",
     "cs336-a2-flash-attention-forward/remainder_tile_dropped.py",
+    "cs336-a2-flash-attention-backward/backward_missing_d.py",
 ])
 def test_the_child_calls_steps_in_the_sandbox_as_in_process(fixture: str, graded: Any) -> None:
     """The sandbox's child runs the steps (forward then backward, .apply and .grad, saved
@@ -513,7 +587,8 @@ def test_a_cmu_mask_that_works_only_at_full_shape_fails_where_the_course_allows_
 
 STEP_PRESETS = ("cmu-11785-attention-backward", "cmu-11785-softmax-backward",
                 "cmu-11785-multi-head-attention-backward",
-                "torch-autograd-attention-backward", "cs336-a2-flash-attention-forward")
+                "torch-autograd-attention-backward", "cs336-a2-flash-attention-forward",
+                "cs336-a2-flash-attention-backward")
 
 
 @pytest.mark.parametrize("path", [p for preset in STEP_PRESETS

@@ -128,8 +128,9 @@ class Assignment:
             return "the interface takes valid lengths, not arbitrary masks"
         if interface.self_attention_only and canonical.get("X_q") is not canonical.get("X_kv"):
             return "the interface is self-attention only"
+        call = self.task.canonical.as_dict()  # (the queries and keys by the task's names)
         if interface.causal_square_only and canonical.get("causal") and \
-                probe.args[0].shape[-2] != probe.args[1].shape[-2]:
+                canonical[call["queries"]].shape[-2] != canonical[call["keys"]].shape[-2]:
             return "the course's causal flag is defined for as many keys as queries"
         if "concept" in probe.tags and any(
                 name in canonical and canonical[name] != value for name, value in interface.fixed):

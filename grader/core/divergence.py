@@ -99,7 +99,7 @@ def _diverge(assignment: Assignment, probe: Probe, traced: Sequence[TracedValue]
             return Divergence(wrong, f"{_sentence(told_right, wrong, traced, right)}"
                                      f"{where + ')' if place else ''}: "
                                      f"{_numbers(value.array, target)}.", place)
-    if not told_right:
+    if not told_right or last + 1 == len(order):  # (every stage right: nothing to point at)
         return None
     return Divergence(order[last + 1], f"{_sentence(told_right, None, traced, right)}.")
 
