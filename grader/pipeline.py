@@ -230,9 +230,9 @@ def check_fixes(report: dict[str, Any], sources: Sequence[str],
                 regrade: Callable[[tuple[str, ...]], dict[str, Any]]) -> dict[str, Any]:
     """Each literal fix the report shows, applied to the student's own code (``sources``) as
     they would apply it and graded again (``regrade``: one more run per mistake with a fix):
-    kept, marked ``checked``, when that mistake is gone, no other appears and the score does
-    not drop; otherwise taken out, and the report says the fix in a sentence and quotes the
-    line."""
+    kept, marked ``checked``, when that mistake is gone, no other appears, the score does not
+    drop and, where it was the only mistake, the code is then right or better; otherwise taken
+    out, and the report says the fix in a sentence and quotes the line."""
     from grader.core.fixes import applied, edits_of
 
     before = {m["id"] for m in report["misconceptions"]}
@@ -243,11 +243,20 @@ def check_fixes(report: dict[str, Any], sources: Sequence[str],
         again = regrade(applied(sources, location))
         named = {m["id"] for m in again["misconceptions"]}
         if (again["status"] == "graded" and finding["id"] not in named and named <= before
-                and again["score"] >= report["score"]):
+                and again["score"] >= report["score"]
+                and (before - {finding["id"]} or _right_or_better(again, report))):
             location["checked"] = True
         else:
             _without_literal_fix(location)
     return report
+
+
+def _right_or_better(again: dict[str, Any], report: dict[str, Any]) -> bool:
+    """With its only mistake fixed, the code is right, or better and with nothing left that
+    the grader locates: a fix of one of two lines that make one mistake (dQ fixed, dK still
+    divided by d_k) names nothing more, yet leaves the code wrong, and is not shown."""
+    return again["score"] == again["max_score"] or (
+        "located" not in again and again["score"] > report["score"])
 
 
 def _regraded(submission: load.Submission, assignment: str, seed: int,

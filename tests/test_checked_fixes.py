@@ -62,3 +62,21 @@ def test_a_fix_that_would_not_work_on_this_code_is_not_shown() -> None:
     assert "fixed" not in blend and "checked" not in blend
     assert found["blend-keys"]["fix"]  # (the sentence stays)
     assert found["scale-by-dk"]["location"]["checked"] is True
+
+
+@pytest.mark.e2e
+def test_a_fix_of_one_line_of_a_mistake_written_on_two_is_not_shown() -> None:
+    """dQ and dK are each divided by d_k, on two lines: `/ d_k ** 0.5` on the dQ line alone
+    leaves no ID to name, yet dK is still wrong (the score does not move), so the report says
+    the fix in a sentence; where one line holds the mistake, the literal fix is shown."""
+    from grader import grade
+
+    two_lines = grade(SUBMISSIONS / "attention_backward" / "backward_scale_by_dk.py",
+                      assignment="attention_backward")
+    [finding] = two_lines["misconceptions"]
+    assert finding["id"] == "backward-scale-by-dk" and "fixed" not in finding["location"]
+    one_line = grade(SUBMISSIONS / "attention_backward" / "backward_scale_by_dk_lse.py",
+                     assignment="attention_backward")
+    [finding] = one_line["misconceptions"]
+    assert finding["location"]["fixed"] == "dS = dS / d_k ** 0.5"
+    assert finding["location"]["checked"]

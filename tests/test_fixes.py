@@ -61,7 +61,6 @@ SENTENCE_ONLY = {
     "dv-not-transposed": "not written yet",
     "dk-not-transposed": "not written yet",
     "backward-missing-scale": "the scale goes on dQ and dK, often two lines",
-    "backward-scale-by-dk": "not written yet",
     # the multi-head backward: each is written over several lines (a weight gradient per
     # projection, or a helper's one line used four times and its callers), not written yet
     "weight-grad-transposed": "one transpose per weight gradient, often four lines (not yet)",

@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Iterable
 from types import MappingProxyType
 
+from reference import edits
 from reference.misconception import Misconception, Variant, Wording, variants_of
 
 ATTN_BACK = ("attention_backward",)
@@ -207,6 +208,7 @@ ROWS: tuple[Misconception, ...] = (
         "{inv_sqrt_dk}",
         fix="Divide by `np.sqrt(d_k)`, the forward's scale, not by `d_k`.",
         stages=("dS_scaled", "dQ", "dK"),
+        rewrites=(edits.divide_by_sqrt,),
     ),
     Misconception(
         "softmax-backward-output-as-logits",
