@@ -174,6 +174,27 @@ def _as_statement(code: str) -> str:
     return "def _f():\n" + "\n".join("    " + line for line in code.split("\n"))
 
 
+# --- row sums ----------------------------------------------------------------------------------
+
+#: a sum given an axis: ``x.sum(axis=-1)``, ``np.sum(x, axis=-1)``, ``torch.sum(x, dim=-1)``
+_SUM_CALL = re.compile(r"(?P<call>\b(?:np|jnp|torch)\.sum\(|\.sum\()"
+                       r"(?P<args>[^()]*(?:\([^()]*\)[^()]*)*)\)")
+
+
+def _keep_summed_axis(code: str, context: Context) -> str | None:
+    """A sum over an axis that drops it -> the same sum keeping it (``keepdims=True``; torch's
+    ``keepdim=True``), so that it broadcasts against its own rows."""
+    keep = "keepdim=True" if context.dialect == "torch" else "keepdims=True"
+
+    def kept(match: re.Match[str]) -> str:
+        args = match["args"]
+        if "keep" in args or not re.search(r"\b(?:axis|dim)\s*=", args):
+            return match.group(0)
+        return f"{match['call']}{args}, {keep})"
+
+    return _SUM_CALL.sub(kept, code)
+
+
 # --- scale -------------------------------------------------------------------------------------
 
 def _divide_by_sqrt(code: str, context: Context) -> str | None:
@@ -855,6 +876,7 @@ def in_dialect(sentence: str, dialect: str, names: Mapping[str, str] | None = No
 
 # the rewrites a catalogue row may name, each kept as the line's comment-preserving form
 divide_by_sqrt = _code_only(_divide_by_sqrt)
+keep_summed_axis = _code_only(_keep_summed_axis)
 flip_scale = _code_only(_flip_scale)
 divide_by_head_width = _code_only(_divide_by_head_width)
 add_scale = _code_only(_add_scale)

@@ -56,7 +56,6 @@ SENTENCE_ONLY = {
     "softmax-backward-elementwise": "the Jacobian's cross terms must be brought in (not yet)",
     "softmax-backward-unweighted-sum": "not written yet",
     "softmax-backward-wrong-axis": "not written yet",
-    "row-sum-misbroadcast": "not written yet",
     "softmax-backward-output-as-logits": "the second softmax is removed, often over two lines",
     "dv-not-transposed": "not written yet",
     "dk-not-transposed": "not written yet",

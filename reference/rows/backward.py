@@ -145,6 +145,7 @@ ROWS: tuple[Misconception, ...] = (
         "your row sums are subtracted along the columns (sum i from column i); with "
         "`keepdims=True` each is subtracted from its own row",
         fix="Keep the summed axis: `(P * dP).sum(axis=-1, keepdims=True)`.",
+        rewrites=(edits.keep_summed_axis,),
         in_conventions=MappingProxyType({
             "task:softmax_backward": Wording(
                 "Your row sum loses its axis (no keepdims), so NumPy subtracts it along the "
