@@ -195,6 +195,25 @@ def _keep_summed_axis(code: str, context: Context) -> str | None:
     return _SUM_CALL.sub(kept, code)
 
 
+# --- transposed factors --------------------------------------------------------------------------
+
+#: the first factor of the line's product: ``dV = P @ dO``, ``dK = np.matmul(dS, Q)``
+_FIRST_FACTOR = (re.compile(r"^(?P<head>[^=]*=\s*)(?P<x>[A-Za-z_][\w.]*)(?P<tail>\s*@)"),
+                 re.compile(r"^(?P<head>[^=]*=\s*(?:np|jnp|torch)\.matmul\(\s*)"
+                            r"(?P<x>[A-Za-z_][\w.]*)(?P<tail>\s*,)"))
+
+
+def _transpose_first_factor(code: str, context: Context) -> str | None:
+    """``P @ dO`` -> ``P.swapaxes(-1, -2) @ dO``: the product of a gradient that needs the
+    transpose of its first factor (dV = P^T dO, dK = dS^T Q)."""
+    for pattern in _FIRST_FACTOR:
+        match = pattern.match(code)
+        if match:
+            return (f"{match['head']}{context.swap_last(match['x'])}{match['tail']}"
+                    f"{code[match.end():]}")
+    return None
+
+
 # --- scale -------------------------------------------------------------------------------------
 
 def _divide_by_sqrt(code: str, context: Context) -> str | None:
@@ -877,6 +896,7 @@ def in_dialect(sentence: str, dialect: str, names: Mapping[str, str] | None = No
 # the rewrites a catalogue row may name, each kept as the line's comment-preserving form
 divide_by_sqrt = _code_only(_divide_by_sqrt)
 keep_summed_axis = _code_only(_keep_summed_axis)
+transpose_first_factor = _code_only(_transpose_first_factor)
 flip_scale = _code_only(_flip_scale)
 divide_by_head_width = _code_only(_divide_by_head_width)
 add_scale = _code_only(_add_scale)

@@ -57,8 +57,6 @@ SENTENCE_ONLY = {
     "softmax-backward-unweighted-sum": "not written yet",
     "softmax-backward-wrong-axis": "not written yet",
     "softmax-backward-output-as-logits": "the second softmax is removed, often over two lines",
-    "dv-not-transposed": "not written yet",
-    "dk-not-transposed": "not written yet",
     "backward-missing-scale": "the scale goes on dQ and dK, often two lines",
     # the multi-head backward: each is written over several lines (a weight gradient per
     # projection, or a helper's one line used four times and its callers), not written yet

@@ -171,6 +171,7 @@ ROWS: tuple[Misconception, ...] = (
         "your dV equals P dO (it only runs with n = m = {n}); it must be P^T dO",
         fix="Transpose the weights: `dV = np.swapaxes(P, -1, -2) @ dO`.",
         stages=("dV",),
+        rewrites=(edits.transpose_first_factor,),
     ),
     Misconception(
         "dk-not-transposed",
@@ -183,6 +184,7 @@ ROWS: tuple[Misconception, ...] = (
         "your dK equals dS Q (it only runs with n = m = {n}); it must be dS^T Q",
         fix="Transpose dS: `dK = np.swapaxes(dS, -1, -2) @ Q / np.sqrt(d_k)`.",
         stages=("dK",),
+        rewrites=(edits.transpose_first_factor,),
     ),
     Misconception(
         "backward-missing-scale",
