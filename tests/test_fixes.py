@@ -55,7 +55,6 @@ SENTENCE_ONLY = {
     "softmax-backward-diagonal-only": "the weighted row sum must be brought in (not yet)",
     "softmax-backward-elementwise": "the Jacobian's cross terms must be brought in (not yet)",
     "softmax-backward-unweighted-sum": "not written yet",
-    "softmax-backward-wrong-axis": "not written yet",
     "softmax-backward-output-as-logits": "the second softmax is removed, often over two lines",
     "backward-missing-scale": "the scale goes on dQ and dK, often two lines",
     # the multi-head backward: each is written over several lines (a weight gradient per

@@ -117,6 +117,7 @@ ROWS: tuple[Misconception, ...] = (
         fix="Take the sum along the softmax's axis with `keepdims=True`: "
             "`(P * dP).sum(axis=-1, keepdims=True)`.",
         stages=("rowsum", "dS"),
+        rewrites=(edits.right_axis,),
         in_conventions=MappingProxyType({
             "task:softmax_backward": Wording(
                 "Your softmax gradient sums along an axis other than `axis`",
