@@ -69,9 +69,8 @@ def _autograd_stub(spec: Assignment) -> str:
     forward = found.group(1) if found else "*args"
     name = "AttentionFunction" if spec.interface.factory else spec.function
     backward = ("    @staticmethod\n    def backward(ctx, grad_output):\n"
-                + _not_yet(f"{name}.backward") if spec.interface.stateful else
-                "    @staticmethod\n    def backward(ctx, grad_output):\n"
-                "        raise NotImplementedError\n")
+                + (_not_yet(f"{name}.backward") if spec.interface.stateful else
+                   "        raise NotImplementedError\n"))
     source = (f"class {name}(torch.autograd.Function):\n{_docstring(spec)}\n\n"
               f"    @staticmethod\n    def forward(ctx, {forward}):\n"
               + _not_yet(f"{name}.forward") + "\n" + backward)
@@ -118,12 +117,8 @@ def _own_stub(spec: Assignment) -> str:
                 f"    def __init__(self, {init}):\n        super().__init__()\n"
                 f"        # Your layers here; the grader sets these weights: {attributes}.\n\n"
                 f"    def forward(self, {forward.strip('()')}):\n"
-                f"        # Your code here: replace the line below.\n"
-                f'        raise NotImplementedError("{spec.function}.forward is not implemented '
-                f'yet")\n')
-    return (f"def {spec.signature}:\n{_docstring(spec)}\n"
-            f"    # Your code here: replace the line below.\n"
-            f'    raise NotImplementedError("{spec.function} is not implemented yet")\n')
+                + _not_yet(f"{spec.function}.forward"))
+    return f"def {spec.signature}:\n{_docstring(spec)}\n" + _not_yet(spec.function, "    ")
 
 
 def imports(spec: Assignment) -> str:
