@@ -520,14 +520,13 @@ def _backward_of_object(module, spec, task, values, forward_args, convert, bindi
         value = _attribute(module, path)
         return value() if callable(value) else value
 
+    listed = list(returned) if isinstance(returned, (tuple, list)) else [returned]
     if spec.get("gradients") == "inputs":
-        listed = list(returned) if isinstance(returned, (tuple, list)) else [returned]
         parameters = spec.get("parameters") or task["arguments"]
         arrays = [p for p, a in zip(parameters, forward_args) if _is_array(a)]
         return _named_gradients(spec, task, arrays, listed, read)
     if not spec.get("gradients_from"):
         return returned
-    listed = list(returned) if isinstance(returned, (tuple, list)) else [returned]
     from_attributes = dict(spec["gradients_from"])
     rest = iter(listed)
     return tuple(read(from_attributes[o]) if o in from_attributes else next(rest, None)
