@@ -13,6 +13,7 @@ import copy
 import functools
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -21,8 +22,14 @@ from typing import Any
 
 import pytest
 
-from grader import grade
-from grader.core.report import validate
+# One thread per math library in this process, as in the sandbox's child (processes.py): the
+# fixtures graded here are small, and idle OpenMP threads spinning after each torch call cost
+# the fast tier a third of its CPU on a loaded machine. Set before any test imports torch.
+for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
+from grader import grade  # noqa: E402
+from grader.core.report import validate  # noqa: E402
 
 HERE = Path(__file__).parent
 SUBMISSIONS = HERE / "submissions"
