@@ -360,7 +360,7 @@ def grade_file(path: str | Path, assignment: str, *,
 
     measured: list[Measurement] = []
 
-    def run(sources: tuple[str, ...]) -> list[CallOutcome]:
+    def run(sources: tuple[str, ...], measure: bool = True) -> list[CallOutcome]:
         source, = sources
         namespace: dict[str, Any] = {"__builtins__": builtins, "__file__": name,
                                      "__name__": "submission"}
@@ -369,13 +369,15 @@ def grade_file(path: str | Path, assignment: str, *,
             exec(compile(source, name, "exec", dont_inherit=True), namespace)
             outcomes = call_probes(namespace[spec.function], probes, spec.calling(),
                                    student_file=name)
-            measured[:] = [measure_tiling(namespace[spec.function], spec, seed)]
+            if measure:
+                measured[:] = [measure_tiling(namespace[spec.function], spec, seed)]
             return outcomes
 
     def regrade(sources: tuple[str, ...]) -> dict[str, Any]:
-        """The code with a literal fix applied, graded again (as the sandbox's grade does)."""
+        """The code with a literal fix applied, graded again as the sandbox's grade does: the
+        handed-in code's tiling measurement stands for the fixed code's."""
         try:
-            outcomes = run(sources)
+            outcomes = run(sources, measure=False)
         except Exception:  # noqa: BLE001 - a fix that breaks loading is a fix that failed
             return {"status": "error", "score": 0.0, "misconceptions": []}
         return evaluate(spec, probes, outcomes, [], base_metadata(seed, ""), sources=(),

@@ -177,11 +177,11 @@ def grade(path: str | Path, *, assignment: str | None = None, seed: int = DEFAUL
 
     spec = get(chosen)
     metadata["function"] = spec.function
+    measurement = _measurement(info, 0) if tiling.wanted(spec) else None
     report = evaluate(spec, planned.probes, outcomes, load_errors, metadata,
-                      sources=submission.sources,
-                      measurement=_measurement(info, 0) if tiling.wanted(spec) else None)
+                      sources=submission.sources, measurement=measurement)
     return finish(check_fixes(report, submission.sources, lambda fixed: _regraded(
-        dataclasses.replace(submission, sources=fixed), chosen, seed, limits)))
+        dataclasses.replace(submission, sources=fixed), chosen, seed, limits, measurement)))
 
 
 def _measurement(info: RunInfo, index: int) -> Measurement:
@@ -196,8 +196,8 @@ class _Plan:
     one its functions show) and its probes. Until the child answers, the assignment asked for
     is the report's, so a submission that dies while loading is still reported under it."""
 
-    def __init__(self, assignment: str | None, seed: int) -> None:
-        self.asked, self.seed = assignment, seed
+    def __init__(self, assignment: str | None, seed: int, measure: bool = True) -> None:
+        self.asked, self.seed, self.measure = assignment, seed, measure
         self.chosen: str | None = assignment
         self.probes: list[Probe] | None = None
 
@@ -222,7 +222,7 @@ class _Plan:
             return [i for i, probe in enumerate(probes) if probe.traced]
 
         return CallPlan(entry.function, probes, assignment.calling(), traces_for,
-                        measured=tiling.probes_of(assignment, self.seed),
+                        measured=tiling.probes_of(assignment, self.seed) if self.measure else [],
                         measured_seconds=tiling.SECONDS)
 
 
@@ -259,16 +259,19 @@ def _right_or_better(again: dict[str, Any], report: dict[str, Any]) -> bool:
         "located" not in again and again["score"] > report["score"])
 
 
-def _regraded(submission: load.Submission, assignment: str, seed: int,
-              limits: Limits) -> dict[str, Any]:
-    planned = _Plan(assignment, seed)
+def _regraded(submission: load.Submission, assignment: str, seed: int, limits: Limits,
+              measurement: Measurement) -> dict[str, Any]:
+    """The code with a literal fix applied, graded again. A fix changes one term, not how the
+    code holds its arrays: the tiling call is not made again, and the handed-in code's
+    ``measurement`` stands for the fixed code's."""
+    planned = _Plan(assignment, seed, measure=False)
     info, outcomes = sandbox.run(submission, planned, limits, prepare=import_numeric_stages)
     if info.fatal is not None or info.forbidden or planned.probes is None:
         return {"status": "error", "score": 0.0, "misconceptions": []}
     from grader.core.assignments import get
 
     return evaluate(get(assignment), planned.probes, outcomes, list(info.load_errors),
-                    base_metadata(seed, ""), sources=())
+                    base_metadata(seed, ""), sources=(), measurement=measurement)
 
 
 def _without_literal_fix(location: dict[str, Any]) -> None:
