@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 from grader import registry
 from grader.core.probes import DIAGNOSIS_ONLY, stands_in_for
 from grader.core.tasks import Outputs, Task, build_probes, kept, task
-from grader.model import DEFAULT_SEED, Probe
+from grader.model import DEFAULT_SEED, CallOutcome, Probe
 
 __all__ = ["Assignment", "Outputs", "get"]
 
@@ -85,6 +86,27 @@ class Assignment:
         """The reference's outputs on a probe's inputs (computed once per probe; read-only)."""
         return kept(("reference", self.task.name), probe.args,
                     lambda: self.task.reference(*probe.args))
+
+    def read_outcomes(self, probes: Sequence[Probe],
+                      outcomes: Sequence[CallOutcome]) -> list[CallOutcome]:
+        """The outcomes as every check reads them: the task's own reading of its outputs
+        (``Task.read_outputs``), then a course's padding row read as the reference's."""
+        from grader.core.padding import padding_read_as_reference
+
+        read = (self.task.read_outputs(outcomes) if self.task.read_outputs is not None
+                else list(outcomes))
+        return padding_read_as_reference(self, probes, read)
+
+    def unknown_rows(self, recipe: Any, probe: Probe) -> Any:
+        """The output rows diagnosis does not compare for ``recipe`` on ``probe``: the task's
+        (``Task.unknown_rows``) and a course's padding row."""
+        from grader.core.padding import padding_rows
+
+        rows = self.task.unknown_rows(recipe, probe) if self.task.unknown_rows else None
+        padding = padding_rows(self, probe)
+        if padding is None or rows is None or rows.shape != padding.shape:
+            return padding if rows is None else rows
+        return rows | padding
 
     def variant(self, recipe: Any, *args: Any) -> Outputs:
         return self.task.pipeline(recipe, *args)

@@ -102,7 +102,7 @@ class _Matcher:
     def _output_ratio(self, recipe: Recipe, index: int, actual: Array,
                       expected: Array, name: str = "") -> float | None:
         task = self.assignment.task
-        rows = task.unknown_rows(recipe, self.probes[index]) if task.unknown_rows else None
+        rows = self.assignment.unknown_rows(recipe, self.probes[index])
         per_row = name in task.row_outputs  # (..., n): the rows are the last axis
         if rows is not None and actual.shape == expected.shape and actual.ndim >= 2 - per_row:
             if rows.all():
