@@ -24,11 +24,13 @@ def padding_rows(assignment: Assignment, probe: Probe) -> Array | None:
     if row is None:
         return None
     reference = assignment.reference_on(probe)[0]
-    return np.arange(reference.shape[-2]) == row if reference.ndim >= 2 else None
+    if reference is None or reference.ndim < 2:
+        return None
+    return np.arange(reference.shape[-2]) == row
 
 
-def _as_reference_row(array: Array | None, reference: Array, row: int) -> Array | None:
-    if array is None or array.shape != reference.shape or reference.ndim < 2 \
+def _as_reference_row(array: Array, reference: Array | None, row: int) -> Array:
+    if reference is None or array.shape != reference.shape or reference.ndim < 2 \
             or row >= reference.shape[-2]:
         return array
     kept = np.array(array, copy=True)
@@ -53,7 +55,8 @@ def padding_read_as_reference(assignment: Assignment, probes: Sequence[Probe],
         reference = assignment.reference_on(probe)[0]
         outputs = dict(outcome.outputs)
         outputs[name] = _as_reference_row(first, reference, row)
+        again = outcome.repeat_output
         read.append(dataclasses.replace(
             outcome, outputs=outputs,
-            repeat_output=_as_reference_row(outcome.repeat_output, reference, row)))
+            repeat_output=None if again is None else _as_reference_row(again, reference, row)))
     return read
