@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from grader import registry
+from grader import grade, registry
+from grader.core.report import validate
 
 from .conftest import SUBMISSIONS, expected_ids
 
@@ -163,3 +164,18 @@ def test_the_new_keys_are_checked_by_name_on_a_softmax(tmp_path: Path, extra: st
     (tmp_path / "assignment.toml").write_text(text)
     with pytest.raises(ValueError, match=named):
         registry.get(str(tmp_path))
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("path,assignment", [
+    (COURSES / "at-least-2d-softmax" / "correct_keras_style.py",
+     str(COURSES / "at-least-2d-softmax")),
+    (PRESETS / "tf-tutorial-positional-encoding" / "correct_tutorial_in_place.py",
+     "tf-tutorial-positional-encoding"),
+])
+def test_the_options_hold_through_the_sandbox(path: Path, assignment: str) -> None:
+    """The child's side of the options (a vector lifted to a row, the leading axis taken off)
+    as ``grader.grade`` runs the code: isolated."""
+    report = grade(path, assignment=assignment)
+    validate(report)
+    assert report["score"] == report["max_score"] == 10 and report["misconceptions"] == []
