@@ -7,23 +7,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from grader.model import CallOutcome, Probe
-
-if TYPE_CHECKING:
-    from grader.core.assignments import Assignment
-    from grader.model import Array
+from grader.model import Array, CallOutcome
 
 
-def padding_rows(assignment: Assignment, probe: Probe) -> Array | None:
-    """The rows of the probe's output that are the course's padding row (one True), or None."""
-    row = assignment.interface.padding_row
-    if row is None:
-        return None
-    reference = assignment.reference_on(probe)[0]
+def padding_rows(row: int, reference: Array | None) -> Array | None:
+    """The rows of an output like ``reference`` that are the padding row (one True), or None."""
     if reference is None or reference.ndim < 2:
         return None
     return np.arange(reference.shape[-2]) == row
@@ -38,23 +29,19 @@ def _as_reference_row(array: Array, reference: Array | None, row: int) -> Array:
     return kept
 
 
-def padding_read_as_reference(assignment: Assignment, probes: Sequence[Probe],
+def padding_read_as_reference(row: int, output: str, references: Sequence[Array | None],
                               outcomes: Sequence[CallOutcome]) -> list[CallOutcome]:
-    """The outcomes with the padding row of each first output (and of its repeat) read as the
-    reference's: nothing the code leaves there counts, for or against it."""
-    row = assignment.interface.padding_row
-    if row is None:
-        return list(outcomes)
+    """The outcomes with the padding row of ``output`` (and of its repeat) read as the
+    reference's (``references``: the reference's ``output`` on each outcome's test input):
+    nothing the code leaves there counts, for or against it."""
     read = []
-    for probe, outcome in zip(probes, outcomes):
-        name = assignment.outputs[0]
-        first = outcome.returned(name)
+    for reference, outcome in zip(references, outcomes):
+        first = outcome.returned(output)
         if first is None:
             read.append(outcome)
             continue
-        reference = assignment.reference_on(probe)[0]
         outputs = dict(outcome.outputs)
-        outputs[name] = _as_reference_row(first, reference, row)
+        outputs[output] = _as_reference_row(first, reference, row)
         again = outcome.repeat_output
         read.append(dataclasses.replace(
             outcome, outputs=outputs,
