@@ -410,8 +410,7 @@ def evaluate(spec: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallO
     from grader.core.scoring import max_score, score_checks
 
     metadata["probes"] = len(probes)
-    if spec.task.read_outputs is not None:
-        outcomes = spec.task.read_outputs(outcomes)
+    outcomes = spec.read_outcomes(probes, outcomes)
     if not any(o.ok for o in outcomes) and all(
         o.error_kind == "wrong-signature" for o in outcomes
     ):

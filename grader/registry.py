@@ -116,6 +116,9 @@ class Canonical:
     #: the output is a mask: a course's ``mask`` convention is how the masks it returns are
     #: read (a mask the task takes as an argument is converted to the course's instead)
     returns_mask: bool = False
+    #: the output is a table with one row per position: a course may say which row its code
+    #: zeroes for padding (``padding_row``)
+    padding_row: bool = False
 
     def default(self, argument: str) -> Any:
         return dict(self.defaults).get(argument)
@@ -135,7 +138,7 @@ CANONICAL_KEYS: dict[str, Any] = {
     "arguments": list, "optional": list, "defaults": dict, "outputs": list,
     "optional_outputs": list, "sequences": list, "queries": str, "keys": str,
     "rotary_pairs": str, "batch": list, "batch_hint": str, "axis_options": bool,
-    "returns_mask": bool,
+    "returns_mask": bool, "padding_row": bool,
 }
 
 
@@ -161,6 +164,7 @@ def _canonical_call(task: str, data: dict[str, Any], where: str) -> Canonical:
         batch_hint=str(data.get("batch_hint", "")),
         axis_options=bool(data.get("axis_options", False)),
         returns_mask=bool(data.get("returns_mask", False)),
+        padding_row=bool(data.get("padding_row", False)),
     )
 
 
@@ -282,6 +286,12 @@ class Interface:
     #: one axis it normalises when it takes none (-1: the last; 0: the first, column-wise)
     ndim: int = 0
     axis: int | None = None
+    #: softmax: the fewest axes the code takes (2: "at least a matrix"); a test input with
+    #: fewer is given with leading axes of length 1 and its answer read back without them
+    min_ndim: int = 0
+    #: an encoding table's row the course's code zeroes for padding (`padding_idx`): not
+    #: compared, and read as the reference's in every check
+    padding_row: int | None = None
     #: module-level names the course's code reads (`n_embd = 384` in the GPT lecture), set in
     #: the submission's namespace before its class is built: name -> a derived argument or a number
     globals: tuple[tuple[str, Any], ...] = ()
@@ -343,7 +353,7 @@ class Interface:
                 "keywords": [list(p) for p in self.keywords],
                 "constants": [list(p) for p in self.constants], "none": list(self.none),
                 "mask_always": self.mask_always, "method": self.method, "ndim": self.ndim,
-                "axis": self.axis, "globals": [list(p) for p in self.globals],
+                "axis": self.axis, "min_ndim": self.min_ndim, "globals": [list(p) for p in self.globals],
                 "squeeze": self.squeeze, "pairs": self.pairs, "factory": self.factory,
                 "backward_method": self.backward_method,
                 "backward_parameters": list(self.backward_parameters),
@@ -396,7 +406,7 @@ INTERFACE_KEYS: dict[str, Any] = {
     "ndim": int, "axis": int, "globals": dict, "squeeze": int, "pairs": str,
     "factory": bool, "backward": dict, "gradients_from": dict, "saved_outputs": dict,
     "fixed": dict, "causal_square_only": bool, "equal_widths": list,
-    "rope_tables": dict, "theta": (int, float),
+    "rope_tables": dict, "theta": (int, float), "min_ndim": int, "padding_row": int,
 }
 #: the keys of ``[interface.backward]``
 BACKWARD_KEYS: dict[str, Any] = {"method": str, "parameters": list, "gradients": str}
@@ -484,6 +494,13 @@ def _check_task_options(canonical: Canonical, data: dict[str, Any], where: str) 
         raise ValueError(f"{where}: ndim and axis are for the {', '.join(takers)} task")
     if data.get("ndim", 0) not in (0, 2) or data.get("axis", -1) not in (0, -1):
         raise ValueError(f"{where}: ndim is 0 (any) or 2 (a matrix), axis 0 or -1")
+    _check_min_ndim(canonical, data, where)
+    if "padding_row" in data and not (canonical.padding_row and data["padding_row"] >= 0):
+        takers = [c.task for c in canonical_calls().values() if c.padding_row]
+        raise ValueError(f"{where}: padding_row is the index (0 or more) of the row an encoding "
+                         f"table zeroes for padding, for the {', '.join(takers)} task"
+                         if not canonical.padding_row else
+                         f"{where}: padding_row = {data['padding_row']!r} must be 0 or more")
     if not 0 <= int(data.get("squeeze", 0)) <= 3:
         raise ValueError(f"{where}: squeeze is the number of leading axes of length 1 (0 to 3)")
     takes_mask = "mask" in canonical.arguments
@@ -500,6 +517,22 @@ def _check_task_options(canonical: Canonical, data: dict[str, Any], where: str) 
         takers = [c.task for c in canonical_calls().values() if c.rotary_pairs]
         raise ValueError(f"{where}: pairs is for the {', '.join(takers)} tasks (rotary "
                          "position embeddings)")
+
+
+def _check_min_ndim(canonical: Canonical, data: dict[str, Any], where: str) -> None:
+    """``min_ndim`` (softmax code that takes at least a matrix): for a task with an axis, 2,
+    and not with ``ndim = 2`` (a matrix exactly), which already says it."""
+    if "min_ndim" not in data:
+        return
+    if not canonical.axis_options:
+        takers = [c.task for c in canonical_calls().values() if c.axis_options]
+        raise ValueError(f"{where}: min_ndim is for the {', '.join(takers)} task")
+    if data["min_ndim"] != 2:
+        raise ValueError(f"{where}: min_ndim = {data['min_ndim']!r}; it is 2 (the code takes "
+                         "inputs of at least two axes)")
+    if data.get("ndim", 0) == 2:
+        raise ValueError(f"{where}: min_ndim and ndim = 2 together: ndim = 2 says a matrix "
+                         "exactly (every input folded to one), min_ndim = 2 at least a matrix")
 
 
 def _check_fixed_theta(canonical: Canonical, data: dict[str, Any], where: str) -> None:
@@ -626,6 +659,8 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
         method=str(data.get("method", "")),
         ndim=int(data.get("ndim", 0)),
         axis=int(data["axis"]) if "axis" in data else None,
+        min_ndim=int(data.get("min_ndim", 0)),
+        padding_row=int(data["padding_row"]) if "padding_row" in data else None,
         globals=tuple((str(k), v) for k, v in dict(data.get("globals", {})).items()),
         squeeze=int(data.get("squeeze", 0)),
         pairs=str(data.get("pairs", "interleaved")),

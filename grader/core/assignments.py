@@ -4,14 +4,16 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from grader import registry
+from grader.core.padding import padding_read_as_reference, padding_rows
 from grader.core.probes import DIAGNOSIS_ONLY, stands_in_for
 from grader.core.tasks import Outputs, Task, build_probes, kept, task
-from grader.model import DEFAULT_SEED, Probe
+from grader.model import DEFAULT_SEED, CallOutcome, Probe
 
 __all__ = ["Assignment", "Outputs", "get"]
 
@@ -85,6 +87,28 @@ class Assignment:
         """The reference's outputs on a probe's inputs (computed once per probe; read-only)."""
         return kept(("reference", self.task.name), probe.args,
                     lambda: self.task.reference(*probe.args))
+
+    def read_outcomes(self, probes: Sequence[Probe],
+                      outcomes: Sequence[CallOutcome]) -> list[CallOutcome]:
+        """The outcomes as every check reads them: the task's own reading of its outputs
+        (``Task.read_outputs``), then a course's padding row read as the reference's."""
+        read = (self.task.read_outputs(outcomes) if self.task.read_outputs is not None
+                else list(outcomes))
+        row = self.interface.padding_row
+        if row is None:
+            return read
+        references = [self.reference_on(probe)[0] for probe in probes]
+        return padding_read_as_reference(row, self.outputs[0], references, read)
+
+    def unknown_rows(self, recipe: Any, probe: Probe) -> Any:
+        """The output rows diagnosis does not compare for ``recipe`` on ``probe``: the task's
+        (``Task.unknown_rows``) and a course's padding row."""
+        rows = self.task.unknown_rows(recipe, probe) if self.task.unknown_rows else None
+        row = self.interface.padding_row
+        padding = None if row is None else padding_rows(row, self.reference_on(probe)[0])
+        if padding is None or rows is None or rows.shape != padding.shape:
+            return padding if rows is None else rows
+        return rows | padding
 
     def variant(self, recipe: Any, *args: Any) -> Outputs:
         return self.task.pipeline(recipe, *args)

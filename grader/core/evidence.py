@@ -118,7 +118,7 @@ def _known(matcher: Matcher, recipe: Recipe, index: int, name: str, correct: Arr
     shown on the other rows), unless the mistake shows on no other row (there the undefined
     rows are its symptom)."""
     task = matcher.assignment.task
-    rows = task.unknown_rows(recipe, matcher.probes[index]) if task.unknown_rows else None
+    rows = matcher.assignment.unknown_rows(recipe, matcher.probes[index])
     per_row = name in task.row_outputs
     if rows is None or not rows.any() or rows.all() or gaps.ndim < 2 - per_row:
         return gaps

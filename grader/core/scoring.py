@@ -62,8 +62,7 @@ def answers_as_the_reference(assignment: Assignment, probes: Sequence[Probe],
     """Did every call (diagnosis-only ones too) return what the reference does, the same
     again when repeated, and leave its inputs as they were? Then no mistake can be named, no
     report quotes a line, and the traced reruns that would choose one are not needed."""
-    if assignment.task.read_outputs is not None:
-        outcomes = assignment.task.read_outputs(outcomes)
+    outcomes = assignment.read_outcomes(probes, outcomes)
     for probe, outcome in zip(probes, outcomes):
         if probe_mismatch(probe, outcome, assignment.reference_on(probe), assignment.outputs):
             return False

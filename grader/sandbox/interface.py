@@ -146,6 +146,10 @@ def course_arguments(spec, task, args):
         leading = back if leading is None else _then(leading, back)
     if spec.get("axis") is not None or spec.get("ndim"):  # (only a task with an axis has them)
         leading = _fixed_softmax_axis(values, spec.get("axis"), spec.get("ndim"))
+    if spec.get("min_ndim") and values["x"].ndim < spec["min_ndim"]:
+        lifted = _lifted_softmax_input(values, spec["min_ndim"])
+        moved_back = leading
+        leading = lifted if moved_back is None else (lambda a: moved_back(lifted(a)))
     if values.get("mask") is None and spec.get("mask_always") and "mask" in task["arguments"]:
         values["mask"] = _keep_everything(values, task)
     mask = values.get("mask")
@@ -238,6 +242,24 @@ def _keep_everything(values, task):
     """The mask of an unmasked input, for code that always applies one: every key kept."""
     first, keys = values[task["queries"]], values[task["keys"]]
     return np.ones(first.shape[:-2] + (first.shape[-2], keys.shape[-2]), dtype=bool)
+
+
+def _lifted_softmax_input(values, min_ndim):
+    """For softmax code that takes at least ``min_ndim`` axes: a test input with fewer is
+    given leading axes of length 1 (a vector becomes one row), its axis counted anew; returns
+    how to take them off the answer."""
+    x = values["x"]
+    added = min_ndim - x.ndim
+    values["x"] = x.reshape((1,) * added + x.shape)
+    axis = int(values.get("axis", -1))
+    values["axis"] = axis + added if axis >= 0 else axis
+
+    def back(array):
+        if array is None or array.shape[:added] != (1,) * added:
+            return array  # (a wrong shape is reported as it came)
+        return array.reshape(array.shape[added:])
+
+    return back
 
 
 def _fixed_softmax_axis(values, axis, ndim):

@@ -3,12 +3,15 @@ its conceptual checks and how its evidence is told."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from grader.core.concepts import ATOL, Concept, Outcomes, Verdict, output_of
 from grader.core.probes import Maker, new_probe
 from grader.core.tasks import Recipe, Task
 from grader.model import Probe
+from grader.registry import Interface
 from reference.tasks import positional_encoding
 
 
@@ -83,6 +86,15 @@ def _position_zero(recipe: Recipe, probe: Probe) -> np.ndarray:
     return np.arange(n_positions) == 0
 
 
+def unexpressible(interface: Interface, canonical: dict[str, Any],
+                  parameters: tuple[str, ...]) -> str | None:
+    """A table too short to hold the course's padding row (its code would index past it)."""
+    row = interface.padding_row
+    if row is not None and int(canonical["n_positions"]) <= row:
+        return f"the course's code zeroes row {row} for padding, beyond a shorter table"
+    return None
+
+
 #: what the stages of its pipeline are, in a sentence's words (``grader.core.locate``)
 STAGE_WORDS = {
     "positions": "the positions", "frequencies": "the frequencies",
@@ -93,4 +105,4 @@ STAGE_WORDS = {
 
 TASK = Task("positional_encoding", positional_encoding.reference, positional_encoding.pipeline,
             make_probes, CONCEPTS, _encoding_fields, unknown_rows=_position_zero,
-            stage_words=STAGE_WORDS)
+            stage_words=STAGE_WORDS, unexpressible=unexpressible)

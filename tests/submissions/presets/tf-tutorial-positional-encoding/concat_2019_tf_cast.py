@@ -1,0 +1,28 @@
+# expect: pe-not-interleaved
+# The 2019 tutorial's code verbatim, TensorFlow cast included (graded where TensorFlow is
+# installed; concat_sines_cosines_2019.py is the same code returning the NumPy float32 array).
+import numpy as np
+import tensorflow as tf
+
+
+def get_angles(pos, i, d_model):
+    angle_rates = 1 / np.power(10000, (2 * (i // 2)) / np.float32(d_model))
+    return pos * angle_rates
+
+
+def positional_encoding(position, d_model):
+    angle_rads = get_angles(np.arange(position)[:, np.newaxis],
+                            np.arange(d_model)[np.newaxis, :],
+                            d_model)
+
+    # apply sin to even indices in the array; 2i
+    sines = np.sin(angle_rads[:, 0::2])
+
+    # apply cos to odd indices in the array; 2i+1
+    cosines = np.cos(angle_rads[:, 1::2])
+
+    pos_encoding = np.concatenate([sines, cosines], axis=-1)
+
+    pos_encoding = pos_encoding[np.newaxis, ...]
+
+    return tf.cast(pos_encoding, dtype=tf.float32)
