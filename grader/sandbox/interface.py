@@ -262,13 +262,55 @@ def _fixed_softmax_axis(values, axis, ndim):
 
 
 def _attribute(root, path):
+    """The object at a dotted ``path``: attributes, and items of plain lists, tuples and dicts
+    (``heads.0.key.weight`` where ``heads`` is a Python list of head modules, not a
+    ModuleList)."""
     target = root
     for part in path.split("."):
-        if not hasattr(target, part):
-            raise InterfaceError(f"the class has no attribute `{path}` (the course's interface "
-                                 f"sets the weights through it)")
-        target = getattr(target, part)
+        target = _step(target, part, path)
     return target
+
+
+def _step(target, part, path):
+    if isinstance(target, (list, tuple)) and part.lstrip("-").isdigit() \
+            and -len(target) <= int(part) < len(target):
+        return target[int(part)]
+    if isinstance(target, dict) and part in target:
+        return target[part]
+    if not hasattr(target, part):
+        raise InterfaceError(f"the class has no attribute `{path}` (the course's interface "
+                             f"sets the weights through it)")
+    return getattr(target, part)
+
+
+#: how deep plain containers of modules are looked into (a list of heads, a dict of lists)
+MAX_CONTAINER_DEPTH = 3
+
+
+def _held_modules(module):
+    """The torch modules the object holds, itself first, also those kept in plain lists,
+    tuples and dicts (which torch does not register: `self.heads = [Head(...) ...]`), so that
+    each is cast to the probe's dtype and put in eval mode."""
+    found, seen = [], set()
+
+    def visit(value, depth):
+        if value is None or id(value) in seen or depth > MAX_CONTAINER_DEPTH:
+            return
+        seen.add(id(value))
+        if _is_torch_module(value):
+            found.append(value)
+            for name, held in vars(value).items():
+                if name == "_modules":
+                    for inner in held.values():
+                        visit(inner, 0)
+                elif not name.startswith("_") and isinstance(held, (list, tuple, dict)):
+                    visit(held, depth + 1)
+        elif isinstance(value, (list, tuple, dict)):
+            for item in (value.values() if isinstance(value, dict) else value):
+                visit(item, depth + 1)
+
+    visit(module, 0)
+    return found
 
 
 def _is_torch_module(module):
@@ -337,7 +379,9 @@ def _build_module(cls, spec, values):
     dtype = torch.float32 if spec.get("dtype") == "float32" else torch.float64
     # real tensors only: `module.to(dtype)` would also cast a complex buffer (RoPE's rotations
     # kept as complex numbers) to real, dropping its imaginary part
-    for tensor in (*module.parameters(), *module.buffers()):
+    held = _held_modules(module)
+    for tensor in (t for m in held for t in (*m.parameters(recurse=False),
+                                             *m.buffers(recurse=False))):
         if tensor.is_floating_point():
             tensor.data = tensor.data.to(dtype)
     with torch.no_grad():
@@ -349,8 +393,8 @@ def _build_module(cls, spec, values):
             parameter.copy_(torch.from_numpy(_ascontiguous(data)))
         for path in spec.get("biases") or ():
             _attribute(module, path).zero_()
-    if hasattr(module, "eval"):
-        module.eval()
+    for inner in held:
+        inner.eval()
     return module
 
 
