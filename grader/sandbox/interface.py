@@ -355,9 +355,10 @@ def _constructed(source, values):
     return source
 
 
-def _build_module(cls, spec, values):
+def _build_module(cls, spec, values, head=None):
     """The course's class, constructed and given the probe's weights (biases zero), in eval
-    mode and the probe's dtype; a class that is not a torch module gets NumPy arrays."""
+    mode and the probe's dtype; a class that is not a torch module gets NumPy arrays. With
+    ``head``, the class is one head and gets that head's slice of each weight."""
     _set_globals(cls, spec, values)
     keywords = {}
     for name, source in spec.get("constructor") or ():
@@ -373,7 +374,7 @@ def _build_module(cls, spec, values):
                              f"{exc}; if the course's code defines it at module level, the "
                              "interface's `globals` sets it") from exc
     if not _is_torch_module(module):
-        return _set_numpy_weights(module, spec, values)
+        return _set_numpy_weights(module, spec, values, head)
     import torch
 
     dtype = torch.float32 if spec.get("dtype") == "float32" else torch.float64
@@ -385,7 +386,7 @@ def _build_module(cls, spec, values):
         if tensor.is_floating_point():
             tensor.data = tensor.data.to(dtype)
     with torch.no_grad():
-        for path, source, data in _weights_by_path(spec, values):
+        for path, source, data in _weights_by_path(spec, values, head):
             parameter = _attribute(module, path)
             if tuple(parameter.shape) != data.shape:
                 raise InterfaceError(f"`{path}` has shape {tuple(parameter.shape)}; the course's "
@@ -417,23 +418,25 @@ def _weight_blocks(spec, values, source, path=""):
     return np.concatenate(blocks, axis=axis)
 
 
-def _weights_by_path(spec, values):
+def _weights_by_path(spec, values, one_head=None):
     """(attribute path, source, array) for each weight the interface sets. A path with ``{h}``
     is one module per head (the GPT lecture's `heads.{h}.query.weight`): head h gets its slice
-    of the source, d_k wide."""
+    of the source, d_k wide; so does every path of a class that is head ``one_head``."""
     axis = _output_axis(spec)
+    heads = int(values.get("num_heads") or 1)
     for path, source in spec.get("weights") or ():
         data = _weight_blocks(spec, values, source, path)
-        if "{h}" not in path:
+        if one_head is not None:
+            yield path, f"{source} (head {one_head})", np.split(data, heads, axis=axis)[one_head]
+        elif "{h}" not in path:
             yield path, source, data
-            continue
-        heads = int(values.get("num_heads") or 1)
-        for head, part in enumerate(np.split(data, heads, axis=axis)):
-            yield path.replace("{h}", str(head)), f"{source} (head {head})", part
+        else:
+            for head, part in enumerate(np.split(data, heads, axis=axis)):
+                yield path.replace("{h}", str(head)), f"{source} (head {head})", part
 
 
-def _set_numpy_weights(module, spec, values):
-    for path, _source, data in _weights_by_path(spec, values):
+def _set_numpy_weights(module, spec, values, head=None):
+    for path, _source, data in _weights_by_path(spec, values, head):
         owner_path, _, name = path.rpartition(".")
         owner = _attribute(module, owner_path) if owner_path else module
         if isinstance(owner, dict):
@@ -468,25 +471,13 @@ def call(target, spec, task, args, binding_problem):
     if spec.get("kind") == "class":
         if not inspect.isclass(target):
             raise InterfaceError(f"`{getattr(target, '__name__', target)}` is not a class")
+        if spec.get("one_head"):
+            return _each_head(target, spec, values, course_args, keywords,
+                              binding_problem), leading
         module = _build_module(target, spec, values)
         method = spec.get("method") or ""
-        if method:
-            if not callable(getattr(module, method, None)):
-                raise InterfaceError(f"`{target.__name__}` has no method `{method}` (the "
-                                     f"course's interface calls {target.__name__}().{method}(...))")
-            bound = getattr(module, method)
-        elif callable(module):
-            bound = module
-        else:
-            raise InterfaceError(f"`{target.__name__}` objects cannot be called as "
-                                 f"{target.__name__}()(...) (no __call__), as the course's "
-                                 "interface calls them; the interface's `method` names the "
-                                 "method to call instead")
-        problem = binding_problem(getattr(module, "forward", bound) if not method else bound,
-                                  course_args, keywords)
-        if problem:
-            raise InterfaceError(f"{method or 'forward'} {problem}")
-        result = _no_grad(module)(lambda: bound(*course_args, **keywords))
+        bound = _bound_method(target, module, method)
+        result = _called(module, bound, method, course_args, keywords, binding_problem)
         if spec.get("gradients"):
             result = _backward_of_object(module, spec, task, values, course_args, convert,
                                          binding_problem)
@@ -503,6 +494,52 @@ def call(target, spec, task, args, binding_problem):
     elif spec.get("returns") == "dict":
         result = _from_dict(result, spec.get("return_keys") or ["output"])
     return result, leading
+
+
+def _bound_method(target, module, method):
+    """The method of the built object the interface calls (``__call__`` unless it names one)."""
+    if method:
+        if not callable(getattr(module, method, None)):
+            raise InterfaceError(f"`{target.__name__}` has no method `{method}` (the "
+                                 f"course's interface calls {target.__name__}().{method}(...))")
+        return getattr(module, method)
+    if callable(module):
+        return module
+    raise InterfaceError(f"`{target.__name__}` objects cannot be called as "
+                         f"{target.__name__}()(...) (no __call__), as the course's "
+                         "interface calls them; the interface's `method` names the "
+                         "method to call instead")
+
+
+def _called(module, bound, method, course_args, keywords, binding_problem):
+    """The built object called on the course's arguments (without autograd for torch)."""
+    problem = binding_problem(getattr(module, "forward", bound) if not method else bound,
+                              course_args, keywords)
+    if problem:
+        raise InterfaceError(f"{method or 'forward'} {problem}")
+    return _no_grad(module)(lambda: bound(*course_args, **keywords))
+
+
+def _each_head(target, spec, values, course_args, keywords, binding_problem):
+    """A class that is one attention head (``one_head``): built once per head with that head's
+    slice of each weight, each called on the same input; their outputs side by side along the
+    last axis, in head order, as the heads of multi-head attention are concatenated."""
+    method = spec.get("method") or ""
+    outputs = []
+    for head in range(int(values.get("num_heads") or 1)):
+        module = _build_module(target, spec, values, head)
+        bound = _bound_method(target, module, method)
+        output = _called(module, bound, method, course_args, keywords, binding_problem)
+        outputs.append(output[0] if isinstance(output, (tuple, list)) and output else output)
+    if all(_framework_kind(o) == "torch" for o in outputs):
+        import torch
+
+        return torch.cat(outputs, dim=-1)
+    return np.concatenate([_asarray(o) for o in outputs], axis=-1)
+
+
+def _framework_kind(value):
+    return type(value).__module__.split(".")[0]
 
 
 def _from_factory(factory):
