@@ -283,8 +283,10 @@ def _step(target, part, path):
     return getattr(target, part)
 
 
-#: how deep plain containers of modules are looked into (a list of heads, a dict of lists)
+#: how deep plain containers of modules are looked into (a list of heads, a dict of lists),
+#: and how many items of each (a list of numbers is not walked to its end)
 MAX_CONTAINER_DEPTH = 3
+MAX_CONTAINER_ITEMS = 256
 
 
 def _held_modules(module):
@@ -306,7 +308,8 @@ def _held_modules(module):
                 elif not name.startswith("_") and isinstance(held, (list, tuple, dict)):
                     visit(held, depth + 1)
         elif isinstance(value, (list, tuple, dict)):
-            for item in (value.values() if isinstance(value, dict) else value):
+            items = list(value.values()) if isinstance(value, dict) else value
+            for item in items[:MAX_CONTAINER_ITEMS]:
                 visit(item, depth + 1)
 
     visit(module, 0)
