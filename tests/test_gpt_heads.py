@@ -96,6 +96,75 @@ def test_a_scale_by_channels_in_per_head_modules_is_quoted_and_fixed_in_its_own_
     assert "C**-0.5" not in location["fixed"] and ".shape[-1] ** 0.5" in location["fixed"]
 
 
+LOOPED_COURSE = """\
+id = "heads-in-a-loop"
+kind = "course"
+task = "causal_self_attention"
+function = "LoopedHeads"
+signature = "LoopedHeads(num_heads, head_size).forward(x)"
+arguments = ["x"]
+summary = "Per-head projections kept in plain lists, built and run in loops."
+
+[interface]
+kind = "class"
+parameters = ["X"]
+projections = "linear"
+arrays = "torch"
+batch = "one"
+constructor = { num_heads = "num_heads", head_size = "d_k" }
+globals = { n_embd = "d_model", block_size = "seq_len" }
+weights = { "queries.{h}.weight" = "W_q", "keys.{h}.weight" = "W_k", "values.{h}.weight" = "W_v", "proj.weight" = "W_o" }
+biases = ["proj.bias"]
+"""
+
+LOOPED = """\
+import torch
+import torch.nn as nn
+
+
+class LoopedHeads(nn.Module):
+    def __init__(self, num_heads, head_size):
+        super().__init__()
+        self.queries, self.keys, self.values = [], [], []
+        for _ in range(num_heads):
+            self.queries.append(nn.Linear(n_embd, head_size, bias=False))
+            self.keys.append(nn.Linear(n_embd, head_size, bias=False))
+            self.values.append(nn.Linear(n_embd, head_size, bias=False))
+        self.proj = nn.Linear(num_heads * head_size, n_embd)
+        self.register_buffer("tril", torch.tril(torch.ones(block_size, block_size)))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        outs = []
+        for query, key, value in zip(self.queries, self.keys, self.values):
+            q, k = query(x), key(x)
+            wei = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5
+            wei = wei.masked_fill(self.tril[:T, :T] == 0, float("-inf")).softmax(dim=-1)
+            outs.append(wei @ value(x))
+        return self.proj(torch.cat(outs, dim=-1))
+"""
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (None, []),
+    (("* k.shape[-1] ** -0.5", "* C ** -0.5"), ["scale-by-dmodel"]),
+])
+def test_per_head_projections_in_plain_lists_are_set_and_their_line_quoted(
+        tmp_path: Path, change: tuple[str, str] | None, expected: list[str]) -> None:
+    pytest.importorskip("torch")
+    folder = tmp_path / "course"
+    folder.mkdir()
+    (folder / "assignment.toml").write_text(LOOPED_COURSE)
+    path = tmp_path / "looped.py"
+    path.write_text(LOOPED.replace(*change) if change else LOOPED)
+    report = grade_file(path, str(folder))
+    assert report["errors"] == []
+    assert [m["id"] for m in report["misconceptions"]] == expected
+    assert (report["score"] == report["max_score"]) == (not expected)
+    if expected:
+        assert "C ** -0.5" in report["misconceptions"][0]["location"]["code"]
+
+
 def _lecture_head() -> type:
     spec = importlib.util.spec_from_file_location("lecture_head", HEAD / "correct_lecture_head.py")
     assert spec is not None and spec.loader is not None
