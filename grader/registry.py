@@ -334,6 +334,18 @@ class Interface:
     #: the theta the course's code fixes inside it (XCS224N's 10000): probes of another theta
     #: are left out
     theta: float | None = None
+    #: False: the code applies no output projection (the GPT lecture's MultiHeadAttention
+    #: before `proj`): every test input's W_o is the identity, the heads concatenated graded
+    output_projection: bool = True
+    #: the class is one attention head (the GPT lecture's `Head(head_size)` on its own): built
+    #: once per head with that head's columns of each weight, called on the same input, the
+    #: heads' outputs concatenated in order; it holds no output projection (W_o the identity)
+    one_head: bool = False
+
+    @property
+    def identity_output_projection(self) -> bool:
+        """Is every test input's W_o the identity (no output projection in the code)?"""
+        return self.one_head or not self.output_projection
 
     @property
     def stateful(self) -> bool:
@@ -360,7 +372,8 @@ class Interface:
                 "gradients": self.gradients,
                 "gradients_from": [list(p) for p in self.gradients_from],
                 "saved_outputs": [list(p) for p in self.saved_outputs],
-                "rope_tables": rope_tables_dict(self.rope_tables), "theta": self.theta}
+                "rope_tables": rope_tables_dict(self.rope_tables), "theta": self.theta,
+                "output_projection": self.output_projection, "one_head": self.one_head}
 
     def receives(self, argument: str) -> bool:
         """Does the course's code get this canonical argument (positionally, by keyword or in
@@ -407,6 +420,7 @@ INTERFACE_KEYS: dict[str, Any] = {
     "factory": bool, "backward": dict, "gradients_from": dict, "saved_outputs": dict,
     "fixed": dict, "causal_square_only": bool, "equal_widths": list,
     "rope_tables": dict, "theta": (int, float), "min_ndim": int, "padding_row": int,
+    "output_projection": bool, "one_head": bool,
 }
 #: the keys of ``[interface.backward]``
 BACKWARD_KEYS: dict[str, Any] = {"method": str, "parameters": list, "gradients": str}
@@ -627,6 +641,7 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
                                  f"{', '.join(choices)}")
     kind = str(data.get("kind", "function"))
     _check_task_options(canonical, data, where)
+    _check_heads_options(canonical, data, kind, parameters, keywords, where)
     if data.get("method") and kind != "class":
         raise ValueError(f"{where}: method is for kind = \"class\"")
     stateful = _stateful_options(canonical, data, kind, parameters, known_args, where)
@@ -667,7 +682,55 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
         **stateful,
         rope_tables=tables,
         theta=float(data["theta"]) if "theta" in data else None,
+        output_projection=bool(data.get("output_projection", True)),
+        one_head=bool(data.get("one_head", False)),
     )
+
+
+def _check_heads_options(canonical: Canonical, data: dict[str, Any], kind: str,
+                         parameters: tuple[str, ...], keywords: dict[str, str],
+                         where: str) -> None:
+    """``output_projection = false`` and ``one_head``: for the forward tasks that take W_o and
+    num_heads; the code then receives no W_o (it is the identity), and a class that is one head
+    has one module's weights (no ``{h}``) and returns its output alone."""
+    one_head = bool(data.get("one_head", False))
+    if "output_projection" not in data and not one_head:
+        return
+    task = canonical.task
+    takers = [c.task for c in canonical_calls().values() if _takes_output_projection(c)]
+    if not _takes_output_projection(canonical):
+        key = "one_head" if one_head else "output_projection"
+        raise ValueError(f"{where}: {key} is for the tasks with an output projection W_o and "
+                         f"heads ({', '.join(takers)}); the {task} task is not one")
+    if one_head and kind != "class":
+        raise ValueError(f"{where}: one_head is for kind = \"class\" (the class is built once "
+                         "per head)")
+    if one_head and data.get("output_projection", False):
+        raise ValueError(f"{where}: one_head: a class that is one head holds no output "
+                         "projection; leave output_projection out (or false)")
+    weights = dict(data.get("weights", {}))
+    given_w_o = [name for name in (*parameters, *keywords.values(),
+                                   *_sources(dict(data.get("constructor", {})).items()))
+                 if name == "W_o"] + [path for path, source in weights.items()
+                                      if "W_o" in str(source).split("|")]
+    if given_w_o:
+        raise ValueError(f"{where}: the code has no output projection (W_o is the identity), "
+                         f"so nothing receives W_o: {', '.join(given_w_o)}")
+    if not one_head:
+        return
+    if data.get("returns", "output") != "output":
+        raise ValueError(f"{where}: one_head: a head returns its output alone (returns = "
+                         "\"output\")")
+    per_head = [path for path in weights if "{h}" in path]
+    if per_head:
+        raise ValueError(f"{where}: one_head: each head is its own object and gets its own "
+                         f"slice of every weight; {', '.join(per_head)} needs no {{h}}")
+
+
+def _takes_output_projection(canonical: Canonical) -> bool:
+    """A forward task whose output goes through W_o after its heads."""
+    return {"W_o", "num_heads"} <= set(canonical.arguments) and \
+        "grad_output" not in canonical.arguments
 
 
 def _stateful_options(canonical: Canonical, data: dict[str, Any], kind: str,

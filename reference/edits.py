@@ -662,6 +662,21 @@ def _lower_triangle(code: str, context: Context) -> str | None:
     return _with_offset(code, match, _offset(code, match), "tril")
 
 
+#: a lower triangle (a `tril` call or a buffer named for it, sliced) then transposed
+_TRANSPOSED_TRIANGLE = re.compile(
+    r"(?P<x>\b[\w.]*tril\w*(?:\([^()]*\))?(?:\[[^\]]*\])*)"
+    r"(?:\.m?T\b|\.t\(\)|\.transpose\(\s*-?\d\s*,\s*-?\d\s*\))")
+
+
+def _untransposed_triangle(code: str, context: Context) -> str | None:
+    """A lower triangle transposed into the upper one (``self.tril[:T, :T].T``): the
+    transpose taken off."""
+    found = list(_TRANSPOSED_TRIANGLE.finditer(code))
+    if len(found) != 1:
+        return None
+    return _TRANSPOSED_TRIANGLE.sub(lambda match: match["x"], code)
+
+
 def _bottom_right(code: str, context: Context) -> str | None:
     """``tril(ones((n, m)))`` -> ``tril(ones((n, m)), k=m - n)``."""
     match = _TRIANGLE.search(code)
@@ -926,6 +941,7 @@ keys_from_kv = _code_only(_keys_from_kv)
 new_array = _code_only(_new_array)
 complement_mask = _code_only(_complement_mask)
 lower_triangle = _code_only(_lower_triangle)
+untransposed_triangle = _code_only(_untransposed_triangle)
 def _positive_angle(code: str, context: Context) -> str | None:
     """A complex rotation by minus the angle turned the right way: ``exp(-1j * a)`` ->
     ``exp(1j * a)``, ``torch.polar(r, -a)`` -> ``torch.polar(r, a)``; None for any other line

@@ -22,6 +22,12 @@ CASES = [
     (edits.complement_mask, NUMPY, "m = np.triu(np.ones((n, m)), k=1)",
      "m = np.tril(np.ones((n, m)), k=0)"),
     (edits.complement_mask, NUMPY, "m = ~np.tril(ones, k=m - n)", "m = np.tril(ones, k=m - n)"),
+    # the GPT lecture's tril buffer, transposed
+    (edits.untransposed_triangle, TORCH,
+     "wei = wei.masked_fill(self.tril[:T, :T].T == 0, float('-inf'))",
+     "wei = wei.masked_fill(self.tril[:T, :T] == 0, float('-inf'))"),
+    (edits.untransposed_triangle, TORCH, "keep = torch.tril(ones).transpose(-2, -1)",
+     "keep = torch.tril(ones)"),
     (edits.values_unrotated, NUMPY, "q, k, v = f(q, t), f(k, t), f(v, t)", "q, k = f(q, t), f(k, t)"),
     (edits.new_array, NUMPY, "Q /= np.sqrt(d_k)", "Q = Q / np.sqrt(d_k)"),
     (edits.transpose_first_factor, NUMPY, "dV = P @ grad_output",
@@ -71,7 +77,8 @@ def test_a_rewrite_turns_the_line_into_the_fix(rewrite: edits.Rewrite, context: 
 
 @pytest.mark.parametrize("line", ["return softmax(Q @ K.T) @ V", "x = y", "s = np.where(m, a, b)"])
 def test_a_line_of_another_shape_gets_no_literal_fix(line: str) -> None:
-    rows = (edits.fill_far_below, edits.diagonal_up, edits.values_unrotated)
+    rows = (edits.fill_far_below, edits.diagonal_up, edits.values_unrotated,
+            edits.untransposed_triangle)
     assert edits.rewrite(rows, line, NUMPY) is None
 
 

@@ -169,12 +169,14 @@ class Assignment:
     @property
     def adapts_probes(self) -> bool:
         """Does the course's interface change the test inputs (``with_fixed``)?"""
-        return bool(self.interface.fixed or self.interface.equal_widths)
+        return bool(self.interface.fixed or self.interface.equal_widths
+                    or self.interface.identity_output_projection)
 
     def with_fixed(self, probe: Probe) -> Probe:
         """The probe as the course's code runs it: the arguments it fixes inside (CS336's tile
-        sizes) given their fixed values, and its sequences of one width made that wide, so
-        that the reference and the variants compute what that code computes."""
+        sizes) given their fixed values, its sequences of one width made that wide, and W_o
+        the identity where the code has no output projection, so that the reference and the
+        variants compute what that code computes."""
         if not self.adapts_probes:
             return probe
         return dataclasses.replace(probe, args=self.course_inputs(probe.args))
@@ -193,6 +195,8 @@ class Assignment:
         args = [fixed.get(name, value) for name, value in zip(names, args)]
         if interface.equal_widths:
             args = _equal_widths(args, [names.index(n) for n in interface.equal_widths])
+        if interface.identity_output_projection and "W_o" in names:
+            args = _identity_at(args, names.index("W_o"))
         return tuple(args)
 
     def rubric(self) -> dict[str, Any]:
@@ -210,6 +214,18 @@ def _equal_widths(args: list[Any], positions: list[int]) -> list[Any]:
         if array.shape[-1] != width:
             columns = np.arange(width) % array.shape[-1]
             args[position] = np.ascontiguousarray(array[..., columns])
+    return args
+
+
+def _identity_at(args: list[Any], position: int) -> list[Any]:
+    """The square weight at ``position`` replaced by the identity of its size and dtype (code
+    with no output projection computes what W_o = I gives)."""
+    import numpy as np
+
+    weight = args[position]
+    identity = np.eye(weight.shape[-1], dtype=weight.dtype)
+    identity.flags.writeable = weight.flags.writeable
+    args[position] = identity
     return args
 
 

@@ -699,7 +699,7 @@ def _unused_value(traced: Sequence[TracedValue], mistaken: Mapping[str, Array],
 
 def same(computed: Array, stage: Array) -> bool:
     """Is ``computed`` the stage's value, one head's slice of it, or one row of it (code that
-    loops over heads or rows computes them one at a time)?"""
+    loops over heads or rows, or has one module per head, computes them one at a time)?"""
     return any(_close(computed, target) for target in _targets(stage, computed.shape))
 
 
@@ -737,6 +737,10 @@ def _targets(stage: Array, shape: tuple[int, ...]) -> Iterator[Array]:
           and shape[-2] * shape[-1] == stage.shape[-1]):
         # pairs stacked on a last axis, before the reshape that interleaves them
         yield stage.reshape(shape)
+    elif len(shape) >= 3 and shape[0] == 1:
+        # one head's slice (or row) under a leading axis of 1: code given one batch of
+        # (1, n, d_model), as the GPT lecture's heads are, computes each head as (1, n, n)
+        yield from (target.reshape(shape) for target in _targets(stage, shape[1:]))
 
 
 def _close(a: Array, b: Array) -> bool:

@@ -284,13 +284,58 @@ def _fixed_softmax_axis(values, axis, ndim):
 
 
 def _attribute(root, path):
+    """The object at a dotted ``path``: attributes, and items of plain lists, tuples and dicts
+    (``heads.0.key.weight`` where ``heads`` is a Python list of head modules, not a
+    ModuleList)."""
     target = root
     for part in path.split("."):
-        if not hasattr(target, part):
-            raise InterfaceError(f"the class has no attribute `{path}` (the course's interface "
-                                 f"sets the weights through it)")
-        target = getattr(target, part)
+        target = _step(target, part, path)
     return target
+
+
+def _step(target, part, path):
+    if isinstance(target, (list, tuple)) and part.lstrip("-").isdigit() \
+            and -len(target) <= int(part) < len(target):
+        return target[int(part)]
+    if isinstance(target, dict) and part in target:
+        return target[part]
+    if not hasattr(target, part):
+        raise InterfaceError(f"the class has no attribute `{path}` (the course's interface "
+                             f"sets the weights through it)")
+    return getattr(target, part)
+
+
+#: how deep plain containers of modules are looked into (a list of heads, a dict of lists),
+#: and how many items of each (a list of numbers is not walked to its end)
+MAX_CONTAINER_DEPTH = 3
+MAX_CONTAINER_ITEMS = 256
+
+
+def _held_modules(module):
+    """The torch modules the object holds, itself first, also those kept in plain lists,
+    tuples and dicts (which torch does not register: `self.heads = [Head(...) ...]`), so that
+    each is cast to the probe's dtype and put in eval mode."""
+    found, seen = [], set()
+
+    def visit(value, depth):
+        if value is None or id(value) in seen or depth > MAX_CONTAINER_DEPTH:
+            return
+        seen.add(id(value))
+        if _is_torch_module(value):
+            found.append(value)
+            for name, held in vars(value).items():
+                if name == "_modules":
+                    for inner in held.values():
+                        visit(inner, 0)
+                elif not name.startswith("_") and isinstance(held, (list, tuple, dict)):
+                    visit(held, depth + 1)
+        elif isinstance(value, (list, tuple, dict)):
+            items = list(value.values()) if isinstance(value, dict) else value
+            for item in items[:MAX_CONTAINER_ITEMS]:
+                visit(item, depth + 1)
+
+    visit(module, 0)
+    return found
 
 
 def _is_torch_module(module):
@@ -335,9 +380,10 @@ def _constructed(source, values):
     return source
 
 
-def _build_module(cls, spec, values):
+def _build_module(cls, spec, values, head=None):
     """The course's class, constructed and given the probe's weights (biases zero), in eval
-    mode and the probe's dtype; a class that is not a torch module gets NumPy arrays."""
+    mode and the probe's dtype; a class that is not a torch module gets NumPy arrays. With
+    ``head``, the class is one head and gets that head's slice of each weight."""
     _set_globals(cls, spec, values)
     keywords = {}
     for name, source in spec.get("constructor") or ():
@@ -353,17 +399,19 @@ def _build_module(cls, spec, values):
                              f"{exc}; if the course's code defines it at module level, the "
                              "interface's `globals` sets it") from exc
     if not _is_torch_module(module):
-        return _set_numpy_weights(module, spec, values)
+        return _set_numpy_weights(module, spec, values, head)
     import torch
 
     dtype = torch.float32 if spec.get("dtype") == "float32" else torch.float64
     # real tensors only: `module.to(dtype)` would also cast a complex buffer (RoPE's rotations
     # kept as complex numbers) to real, dropping its imaginary part
-    for tensor in (*module.parameters(), *module.buffers()):
+    held = _held_modules(module)
+    for tensor in (t for m in held for t in (*m.parameters(recurse=False),
+                                             *m.buffers(recurse=False))):
         if tensor.is_floating_point():
             tensor.data = tensor.data.to(dtype)
     with torch.no_grad():
-        for path, source, data in _weights_by_path(spec, values):
+        for path, source, data in _weights_by_path(spec, values, head):
             parameter = _attribute(module, path)
             if tuple(parameter.shape) != data.shape:
                 raise InterfaceError(f"`{path}` has shape {tuple(parameter.shape)}; the course's "
@@ -371,8 +419,8 @@ def _build_module(cls, spec, values):
             parameter.copy_(torch.from_numpy(_ascontiguous(data)))
         for path in spec.get("biases") or ():
             _attribute(module, path).zero_()
-    if hasattr(module, "eval"):
-        module.eval()
+    for inner in held:
+        inner.eval()
     return module
 
 
@@ -395,23 +443,25 @@ def _weight_blocks(spec, values, source, path=""):
     return np.concatenate(blocks, axis=axis)
 
 
-def _weights_by_path(spec, values):
+def _weights_by_path(spec, values, one_head=None):
     """(attribute path, source, array) for each weight the interface sets. A path with ``{h}``
     is one module per head (the GPT lecture's `heads.{h}.query.weight`): head h gets its slice
-    of the source, d_k wide."""
+    of the source, d_k wide; so does every path of a class that is head ``one_head``."""
     axis = _output_axis(spec)
+    heads = int(values.get("num_heads") or 1)
     for path, source in spec.get("weights") or ():
         data = _weight_blocks(spec, values, source, path)
-        if "{h}" not in path:
+        if one_head is not None:
+            yield path, f"{source} (head {one_head})", np.split(data, heads, axis=axis)[one_head]
+        elif "{h}" not in path:
             yield path, source, data
-            continue
-        heads = int(values.get("num_heads") or 1)
-        for head, part in enumerate(np.split(data, heads, axis=axis)):
-            yield path.replace("{h}", str(head)), f"{source} (head {head})", part
+        else:
+            for head, part in enumerate(np.split(data, heads, axis=axis)):
+                yield path.replace("{h}", str(head)), f"{source} (head {head})", part
 
 
-def _set_numpy_weights(module, spec, values):
-    for path, _source, data in _weights_by_path(spec, values):
+def _set_numpy_weights(module, spec, values, head=None):
+    for path, _source, data in _weights_by_path(spec, values, head):
         owner_path, _, name = path.rpartition(".")
         owner = _attribute(module, owner_path) if owner_path else module
         if isinstance(owner, dict):
@@ -446,25 +496,13 @@ def call(target, spec, task, args, binding_problem):
     if spec.get("kind") == "class":
         if not inspect.isclass(target):
             raise InterfaceError(f"`{getattr(target, '__name__', target)}` is not a class")
+        if spec.get("one_head"):
+            return _each_head(target, spec, values, course_args, keywords,
+                              binding_problem), leading
         module = _build_module(target, spec, values)
         method = spec.get("method") or ""
-        if method:
-            if not callable(getattr(module, method, None)):
-                raise InterfaceError(f"`{target.__name__}` has no method `{method}` (the "
-                                     f"course's interface calls {target.__name__}().{method}(...))")
-            bound = getattr(module, method)
-        elif callable(module):
-            bound = module
-        else:
-            raise InterfaceError(f"`{target.__name__}` objects cannot be called as "
-                                 f"{target.__name__}()(...) (no __call__), as the course's "
-                                 "interface calls them; the interface's `method` names the "
-                                 "method to call instead")
-        problem = binding_problem(getattr(module, "forward", bound) if not method else bound,
-                                  course_args, keywords)
-        if problem:
-            raise InterfaceError(f"{method or 'forward'} {problem}")
-        result = _no_grad(module)(lambda: bound(*course_args, **keywords))
+        bound = _bound_method(target, module, method)
+        result = _called(module, bound, method, course_args, keywords, binding_problem)
         if spec.get("gradients"):
             result = _backward_of_object(module, spec, task, values, course_args, convert,
                                          binding_problem)
@@ -481,6 +519,52 @@ def call(target, spec, task, args, binding_problem):
     elif spec.get("returns") == "dict":
         result = _from_dict(result, spec.get("return_keys") or ["output"])
     return result, leading
+
+
+def _bound_method(target, module, method):
+    """The method of the built object the interface calls (``__call__`` unless it names one)."""
+    if method:
+        if not callable(getattr(module, method, None)):
+            raise InterfaceError(f"`{target.__name__}` has no method `{method}` (the "
+                                 f"course's interface calls {target.__name__}().{method}(...))")
+        return getattr(module, method)
+    if callable(module):
+        return module
+    raise InterfaceError(f"`{target.__name__}` objects cannot be called as "
+                         f"{target.__name__}()(...) (no __call__), as the course's "
+                         "interface calls them; the interface's `method` names the "
+                         "method to call instead")
+
+
+def _called(module, bound, method, course_args, keywords, binding_problem):
+    """The built object called on the course's arguments (without autograd for torch)."""
+    problem = binding_problem(getattr(module, "forward", bound) if not method else bound,
+                              course_args, keywords)
+    if problem:
+        raise InterfaceError(f"{method or 'forward'} {problem}")
+    return _no_grad(module)(lambda: bound(*course_args, **keywords))
+
+
+def _each_head(target, spec, values, course_args, keywords, binding_problem):
+    """A class that is one attention head (``one_head``): built once per head with that head's
+    slice of each weight, each called on the same input; their outputs side by side along the
+    last axis, in head order, as the heads of multi-head attention are concatenated."""
+    method = spec.get("method") or ""
+    outputs = []
+    for head in range(int(values.get("num_heads") or 1)):
+        module = _build_module(target, spec, values, head)
+        bound = _bound_method(target, module, method)
+        output = _called(module, bound, method, course_args, keywords, binding_problem)
+        outputs.append(output[0] if isinstance(output, (tuple, list)) and output else output)
+    if all(_framework_kind(o) == "torch" for o in outputs):
+        import torch
+
+        return torch.cat(outputs, dim=-1)
+    return np.concatenate([_asarray(o) for o in outputs], axis=-1)
+
+
+def _framework_kind(value):
+    return type(value).__module__.split(".")[0]
 
 
 def _from_factory(factory):

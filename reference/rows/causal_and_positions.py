@@ -48,7 +48,7 @@ ROWS: tuple[Misconception, ...] = (
         fix="Keep the lower triangle: `np.tril(...)` (keys j <= i), not `np.triu(...)`.",
         question_bank_in=MappingProxyType({"task:causal_mask": ()}),
         stages=("causal_mask", "masked", "output"),
-        rewrites=(edits.lower_triangle,),
+        rewrites=(edits.lower_triangle, edits.untransposed_triangle),
     ),
     Misconception(
         "causal-mask-blocks-self",
