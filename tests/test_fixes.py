@@ -54,16 +54,8 @@ SENTENCE_ONLY = {
     # shapes (a product, a sum, a scale) are many and the rewrites are left to do
     "softmax-backward-diagonal-only": "the weighted row sum must be brought in (not yet)",
     "softmax-backward-elementwise": "the Jacobian's cross terms must be brought in (not yet)",
-    "softmax-backward-unweighted-sum": "not written yet",
     "softmax-backward-output-as-logits": "the second softmax is removed, often over two lines",
     "backward-missing-scale": "the scale goes on dQ and dK, often two lines",
-    # the multi-head backward: each is written over several lines (a weight gradient per
-    # projection, or a helper's one line used four times and its callers), not written yet
-    "weight-grad-transposed": "one transpose per weight gradient, often four lines (not yet)",
-    "dx-weight-not-transposed": "one transpose per projection, often four lines (not yet)",
-    "backward-heads-not-transposed": "the split and the merges are several lines (not yet)",
-    "dxkv-missing-path": "the missing path is a new term, often from another line (not yet)",
-    "dx-paths-merged": "two returned values, each from its own paths (not yet)",
 }
 
 
