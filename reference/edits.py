@@ -430,6 +430,56 @@ def _own_paths(code: str, context: Context) -> str | None:
     return f"{q_name}, {kv[0]} = {query[0]}, {rest}"
 
 
+
+# --- the tiled backward's scale -------------------------------------------------------------------
+
+#: a tile's recomputed weights: ``exp(S - L...)``, the scores a name or a subscript
+_EXP_OF_DIFFERENCE = re.compile(r"(?P<call>\bexp\(\s*)(?P<s>[A-Za-z_]\w*(?:\[[^\]]*\])?)"
+                                r"(?P<rest>\s*-)")
+
+
+def _scale_of(context: Context) -> str | None:
+    """The forward's 1/sqrt(d) as a divisor, from the student's name of Q."""
+    q = context.names.get("Q")
+    return f"{q}.shape[-1] ** 0.5" if q else None
+
+
+def _recompute_from_scaled(code: str, context: Context) -> str | None:
+    """``P = np.exp(S - L_i)`` -> ``P = np.exp(S / Q.shape[-1] ** 0.5 - L_i)``: the weights
+    recomputed from the scores L was computed with."""
+    divisor = _scale_of(context)
+    match = _EXP_OF_DIFFERENCE.search(code)
+    if context.stage != "P" or divisor is None or match is None:
+        return None
+    return f"{code[:match.end('s')]} / {divisor}{code[match.end('s'):]}"
+
+
+def _has_top_level_sum(text: str) -> bool:
+    """Does ``text`` add or subtract outside brackets (after its first character)?"""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if depth == 0 and i and ch in "+-":
+            return True
+    return False
+
+
+#: ``x += term``, x a name with subscripts (a tile's rows of dQ)
+_ADDED_TO = re.compile(r"^(?P<lhs>[A-Za-z_][\w.]*(?:\[[^\]]*\])*)\s*\+=\s*(?P<rhs>.+)$")
+
+
+def _scale_the_contribution(code: str, context: Context) -> str | None:
+    """``dQ_i += dS @ K_j`` -> ``dQ_i += dS @ K_j / Q.shape[-1] ** 0.5``: a tile's contribution
+    to dQ or dK, multiplied by the scale of the scores."""
+    divisor = _scale_of(context)
+    match = _ADDED_TO.match(code)
+    if context.stage not in ("dQ", "dK") or divisor is None or match is None:
+        return None
+    rhs = match["rhs"].strip()
+    term = f"({rhs})" if _has_top_level_sum(rhs) else rhs
+    return f"{match['lhs']} += {term} / {divisor}"
+
 # --- scale -------------------------------------------------------------------------------------
 
 def _divide_by_sqrt(code: str, context: Context) -> str | None:
@@ -1119,6 +1169,8 @@ transpose_weight = _code_only(_transpose_weight)
 undo_heads_steps = _code_only(_undo_heads_steps)
 both_paths = _code_only(_both_paths)
 own_paths = _code_only(_own_paths)
+recompute_from_scaled = _code_only(_recompute_from_scaled)
+scale_the_contribution = _code_only(_scale_the_contribution)
 flip_scale = _code_only(_flip_scale)
 divide_by_head_width = _code_only(_divide_by_head_width)
 add_scale = _code_only(_add_scale)

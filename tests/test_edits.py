@@ -13,6 +13,11 @@ TORCH = edits.Context(False, "causal_mask", "torch", {})
 ROWSUM = edits.Context(False, "rowsum", "numpy", {"output": "y"})
 
 
+def FLASH(stage: str) -> edits.Context:  # noqa: N802 (read as a constant's name)
+    """The tiled backward's context at ``stage``, in SPEC's names."""
+    return edits.Context(False, stage, "numpy", {"Q": "Q"})
+
+
 def MHA(stage: str) -> edits.Context:  # noqa: N802 (read as a constant's name)
     """The multi-head backward's context at ``stage``, in SPEC's names."""
     return edits.Context(False, stage, "numpy", {w: w for w in ("W_q", "W_k", "W_v", "W_o")})
@@ -59,6 +64,12 @@ CASES = [
      'dX_kv = np.einsum("...mj,ij->...mi", dv, W_v) + np.einsum("...mj,ij->...mi", dk, W_k)'),
     (edits.own_paths, MHA("dX_q"), "dX_q = dX_kv = dX_q + dX_k + dX_v",
      "dX_q, dX_kv = dX_q, dX_k + dX_v"),
+    (edits.recompute_from_scaled, FLASH("P"), "p = np.exp(s - L[..., i0:i1, None])",
+     "p = np.exp(s / Q.shape[-1] ** 0.5 - L[..., i0:i1, None])"),
+    (edits.scale_the_contribution, FLASH("dK"), "dK[..., j0:j1, :] += np.swapaxes(dS, -1, -2) @ Qi",
+     "dK[..., j0:j1, :] += np.swapaxes(dS, -1, -2) @ Qi / Q.shape[-1] ** 0.5"),
+    (edits.scale_the_contribution, FLASH("dQ"), "dq += ds @ k + ds2 @ k2",
+     "dq += (ds @ k + ds2 @ k2) / Q.shape[-1] ** 0.5"),
     (edits.keep_summed_axis, NUMPY, "dS = P * (dP - (P * dP).sum(axis=-1))",
      "dS = P * (dP - (P * dP).sum(axis=-1, keepdims=True))"),
     (edits.keep_summed_axis, NUMPY, "dot = np.sum(dy * y, axis=axis)",
