@@ -214,6 +214,272 @@ def _transpose_first_factor(code: str, context: Context) -> str | None:
     return None
 
 
+# --- the softmax's weighted row sum --------------------------------------------------------------
+
+#: a sum of one plain name: ``np.sum(dP, axis=-1)``, ``torch.sum(g, dim=-1)``, ``dP.sum(-1)``
+_SUM_OF_NAME = re.compile(r"(?P<call>\b(?:np|jnp|torch)\.sum\(\s*)(?P<x>[A-Za-z_]\w*)(?=\s*[,)])"
+                          r"|(?<![\w.])(?P<owner>[A-Za-z_]\w*)\.sum\(")
+#: a name that multiplies something on the line: ``P * (...)``
+_MULTIPLIER = re.compile(r"(?<![\w.*])(?P<y>[A-Za-z_]\w*)\s*\*(?!\*)")
+
+
+def _weight_the_sum(code: str, context: Context) -> str | None:
+    """``dP.sum(axis=-1, ...)`` -> ``(P * dP).sum(axis=-1, ...)``: the sum the softmax's gradient
+    subtracts, weighted by the probabilities, named as the line multiplies by them (``P * (dP -
+    ...)``) or, in softmax_backward, as the student names its ``output`` argument."""
+    if context.stage not in ("rowsum", "dS"):
+        return None
+    match = _SUM_OF_NAME.search(code)
+    if match is None:
+        return None
+    summed = match["x"] or match["owner"]
+    multipliers = [m["y"] for m in _MULTIPLIER.finditer(code)
+                   if m["y"] != summed and m["y"] not in _MODULES]
+    probabilities = multipliers[0] if multipliers else context.names.get("output")
+    if probabilities is None or probabilities == summed:
+        return None
+    if match["x"]:
+        return (f"{code[:match.start('x')]}{probabilities} * {summed}"
+                f"{code[match.end('x'):]}")
+    return f"{code[:match.start()]}({probabilities} * {summed}).sum({code[match.end():]}"
+
+
+# --- the multi-head backward's projections -------------------------------------------------------
+
+#: ``dW = A.T @ B`` (``np.matmul(A.T, B)``), A and B operands with calls and subscripts
+_TRANSPOSED_PRODUCT = (
+    re.compile(rf"^(?P<head>[^=]*=\s*)(?P<a>{_ATOM})\.T\s*@\s*(?P<b>{_ATOM})(?P<tail>\s*)$"),
+    re.compile(rf"^(?P<head>[^=]*=\s*(?:np|jnp|torch)\.matmul\(\s*)(?P<a>{_ATOM})\.T\s*,\s*"
+               rf"(?P<b>{_ATOM})(?P<tail>\s*\)\s*)$"))
+#: an einsum's subscripts: ``np.einsum("ni,nj->ji", ...)``
+_EINSUM = re.compile(r"(?P<call>\b(?:np|jnp|torch)\.einsum\(\s*)(?P<q>[\"'])(?P<inputs>[^\"'>]*)"
+                     r"->(?P<output>[^\"']*)(?P=q)")
+
+
+def _input_first(code: str, context: Context) -> str | None:
+    """A weight's gradient dY^T X -> X^T dY: ``dY.T @ X`` -> ``X.T @ dY``, or an einsum's two
+    output indices swapped (``->ji`` -> ``->ij``)."""
+    if not context.stage.startswith("dW"):
+        return None
+    for pattern in _TRANSPOSED_PRODUCT:
+        match = pattern.match(code)
+        if match:
+            return (f"{match['head']}{match['b']}.T"
+                    f"{' @ ' if '@' in code else ', '}{match['a']}{match['tail']}")
+    match = _EINSUM.search(code)
+    if match and re.fullmatch(r"\w\w", match["output"]):
+        return (f"{code[:match.start('output')]}{match['output'][::-1]}"
+                f"{code[match.end('output'):]}")
+    return None
+
+
+#: the right factor of a product, a plain name not transposed yet: ``dY @ W`` (not ``W.T``)
+_RIGHT_FACTOR = re.compile(r"@\s*(?P<w>[A-Za-z_]\w*)\b(?![.(\[\w])")
+_MATMUL_RIGHT = re.compile(r"(?P<call>\b(?:np|jnp|torch)\.matmul\()(?P<x>[^(),]+),\s*"
+                           r"(?P<w>[A-Za-z_]\w*)\s*\)")
+
+
+def _transpose_weight(code: str, context: Context) -> str | None:
+    """An input's gradient dY W -> dY W^T: ``dY @ W`` -> ``dY @ W.T`` for each product on the
+    line, or, in an einsum, the weight's indices swapped where they are (contracted, output):
+    ``"...nj,ji->...ni"`` -> ``"...nj,ij->...ni"``."""
+    if context.stage not in ("dC", "dC_heads", "dX_q", "dX_kv"):
+        return None
+    new = _RIGHT_FACTOR.sub(lambda m: f"@ {m['w']}.T", code)
+    new = _MATMUL_RIGHT.sub(lambda m: f"{m['call']}{m['x']}, {m['w']}.T)", new)
+    if new != code:
+        return new
+    return _einsum_weight_swapped(code, context)
+
+
+def _einsum_weight_swapped(code: str, context: Context) -> str | None:
+    """An einsum that multiplies by one of the weights (the student's names of W_q ... W_o)
+    as (contracted index, output index): its indices swapped."""
+    match = _EINSUM.search(code)
+    weights = {context.names[w] for w in ("W_q", "W_k", "W_v", "W_o") if w in context.names}
+    if match is None or not weights:
+        return None
+    inputs = match["inputs"].split(",")
+    operands = _top_level_parts(_call_rest(code[match.end():]).lstrip(" ,"))
+    if len(operands) != len(inputs):
+        return None
+    for number, (indices, operand) in enumerate(zip(inputs, operands)):
+        indices = indices.strip()
+        others = "".join(inputs[:number] + inputs[number + 1:])
+        if operand in weights and len(indices) == 2 and indices[0] in others \
+                and indices[0] not in match["output"] and indices[1] in match["output"]:
+            inputs[number] = inputs[number].replace(indices, indices[::-1])
+            return (f"{code[:match.start('inputs')]}{','.join(inputs)}"
+                    f"{code[match.end('inputs'):]}")
+    return None
+
+
+def _call_rest(text: str) -> str:
+    """The rest of a call's arguments: ``text`` up to the bracket that closes the call."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if depth < 0:
+            return text[:i]
+    return text
+
+
+#: a reshape's or a view's call
+_RESHAPE_CALL = re.compile(r"\.(?:reshape|view)\(")
+#: an axis swap right before a merge's reshape, or right after a split's
+_SWAP_BEFORE = re.compile(r"\.(?:swapaxes|transpose|permute|mT)\b(?:\([^()]*\))?\s*$")
+_SWAP_AFTER = re.compile(r"^(?:(?:[^()]|\([^()]*\))*)\)\s*\.(?:swapaxes|transpose|permute)\(")
+
+
+def _undo_heads_steps(code: str, context: Context) -> str | None:
+    """The backward's head steps as the forward's: dC split with a reshape to (..., n, h, d_k)
+    and a swap of the head and token axes, each head's gradient merged with the swap back
+    before its reshape. A line that already swaps there is left as it is."""
+    match = _RESHAPE_CALL.search(code)
+    if match is None:
+        return None
+    if context.stage == "dC_heads":
+        if _SWAP_AFTER.match(code[match.end():]):
+            return None
+        return _split_then_transpose(code, context)
+    if context.stage in ("dQ_merged", "dK_merged", "dV_merged"):
+        if _SWAP_BEFORE.search(code[:match.start()]):
+            return None
+        swap = ".transpose(-2, -3)" if context.dialect == "torch" else ".swapaxes(-2, -3)"
+        return f"{code[:match.start()]}{swap}.reshape({code[match.end():]}"
+    return None
+
+
+#: a gradient's name that says it is the keys' or the values' (dK, dk, d_v, grad_k, dV_heads)
+_ROLE_NAME = re.compile(r"^(?P<pre>d_?|grad_?)(?P<role>[kKvV])(?P<post>(?:_\w*)?)$")
+
+
+def _other_path(expression: str, names: Mapping[str, str], role: str) -> str | None:
+    """``expression`` (the ``role`` path of dX_kv: "k" or "v") written for the other path: its
+    weight and its gradient's name swapped (``dK @ W_k.T`` -> ``dV @ W_v.T``)."""
+    other = "v" if role == "k" else "k"
+    weight, other_weight = names[f"W_{role}"], names[f"W_{other}"]
+    swapped = {weight: other_weight}
+
+    def renamed(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token in swapped:
+            return swapped[token]
+        name = _ROLE_NAME.match(token)
+        if name is None or name["role"].lower() != role:
+            return token
+        letter = other.upper() if name["role"].isupper() else other
+        return f"{name['pre']}{letter}{name['post']}"
+
+    new = re.sub(r"(?<![\w.])[A-Za-z_]\w*", renamed, expression)
+    changed = [a != b for a, b in zip(re.findall(r"\w+", expression), re.findall(r"\w+", new))]
+    return new if sum(changed) >= 2 else None
+
+
+def _both_paths(code: str, context: Context) -> str | None:
+    """dX_kv through one path -> through both: ``dX_kv = dK @ W_k.T`` -> ``dX_kv = dK @ W_k.T +
+    dV @ W_v.T`` (the other path written as the line writes its own, in the student's names)."""
+    names = context.names
+    match = _ASSIGNMENT.match(code)
+    if context.stage != "dX_kv" or match is None or not {"W_k", "W_v"} <= names.keys():
+        return None
+    rhs = match["rhs"].strip()
+    roles = [r for r in ("k", "v") if re.search(rf"(?<![\w.]){re.escape(names[f'W_{r}'])}\b",
+                                                  rhs)]
+    if len(roles) != 1 or len(_top_level_terms(rhs)) != 1:
+        return None
+    other = _other_path(rhs, names, roles[0])
+    return None if other is None else f"{match['lhs']} = {rhs} + {other}"
+
+
+def _top_level_terms(text: str) -> list[str]:
+    """``text`` split at its ``+`` outside brackets."""
+    terms, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "+" and depth == 0:
+            terms.append(text[start:i].strip())
+            start = i + 1
+    terms.append(text[start:].strip())
+    return terms
+
+
+#: ``a = b = x + y + z``: two names given one value
+_TWO_TARGETS = re.compile(r"^(?P<a>[A-Za-z_]\w*)\s*=\s*(?P<b>[A-Za-z_]\w*)\s*=\s*(?P<rhs>[^=].*)$")
+
+
+def _own_paths(code: str, context: Context) -> str | None:
+    """dX_q and dX_kv given the one total -> each its own paths: ``dX_q = dX_kv = dX_q + dX_k +
+    dX_v`` -> ``dX_q, dX_kv = dX_q, dX_k + dX_v`` (the query's path is the term that reads
+    W_q or a name of the queries' gradient; the target named for the keys and values gets the
+    rest)."""
+    match = _TWO_TARGETS.match(code)
+    if match is None:
+        return None
+    terms = _top_level_terms(match["rhs"])
+    w_q = re.escape(context.names.get("W_q", "W_q"))
+    query = [t for t in terms if re.search(rf"(?<![\w.]){w_q}\b|(?<![\w.])(?:d_?|grad_?)"
+                                           rf"(?:X_?)?[qQ](?:_\w*)?\b", t)]
+    kv = [name for name in (match["a"], match["b"]) if re.search(r"kv|KV", name)]
+    if len(terms) < 2 or len(query) != 1 or len(kv) != 1:
+        return None
+    q_name = match["b"] if kv[0] == match["a"] else match["a"]
+    rest = " + ".join(t for t in terms if t is not query[0])
+    return f"{q_name}, {kv[0]} = {query[0]}, {rest}"
+
+
+
+# --- the tiled backward's scale -------------------------------------------------------------------
+
+#: a tile's recomputed weights: ``exp(S - L...)``, the scores a name or a subscript
+_EXP_OF_DIFFERENCE = re.compile(r"(?P<call>\bexp\(\s*)(?P<s>[A-Za-z_]\w*(?:\[[^\]]*\])?)"
+                                r"(?P<rest>\s*-)")
+
+
+def _scale_of(context: Context) -> str | None:
+    """The forward's 1/sqrt(d) as a divisor, from the student's name of Q."""
+    q = context.names.get("Q")
+    return f"{q}.shape[-1] ** 0.5" if q else None
+
+
+def _recompute_from_scaled(code: str, context: Context) -> str | None:
+    """``P = np.exp(S - L_i)`` -> ``P = np.exp(S / Q.shape[-1] ** 0.5 - L_i)``: the weights
+    recomputed from the scores L was computed with."""
+    divisor = _scale_of(context)
+    match = _EXP_OF_DIFFERENCE.search(code)
+    if context.stage != "P" or divisor is None or match is None:
+        return None
+    return f"{code[:match.end('s')]} / {divisor}{code[match.end('s'):]}"
+
+
+def _has_top_level_sum(text: str) -> bool:
+    """Does ``text`` add or subtract outside brackets (after its first character)?"""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if depth == 0 and i and ch in "+-":
+            return True
+    return False
+
+
+#: ``x += term``, x a name with subscripts (a tile's rows of dQ)
+_ADDED_TO = re.compile(r"^(?P<lhs>[A-Za-z_][\w.]*(?:\[[^\]]*\])*)\s*\+=\s*(?P<rhs>.+)$")
+
+
+def _scale_the_contribution(code: str, context: Context) -> str | None:
+    """``dQ_i += dS @ K_j`` -> ``dQ_i += dS @ K_j / Q.shape[-1] ** 0.5``: a tile's contribution
+    to dQ or dK, multiplied by the scale of the scores."""
+    divisor = _scale_of(context)
+    match = _ADDED_TO.match(code)
+    if context.stage not in ("dQ", "dK") or divisor is None or match is None:
+        return None
+    rhs = match["rhs"].strip()
+    term = f"({rhs})" if _has_top_level_sum(rhs) else rhs
+    return f"{match['lhs']} += {term} / {divisor}"
+
 # --- scale -------------------------------------------------------------------------------------
 
 def _divide_by_sqrt(code: str, context: Context) -> str | None:
@@ -912,6 +1178,14 @@ def in_dialect(sentence: str, dialect: str, names: Mapping[str, str] | None = No
 divide_by_sqrt = _code_only(_divide_by_sqrt)
 keep_summed_axis = _code_only(_keep_summed_axis)
 transpose_first_factor = _code_only(_transpose_first_factor)
+weight_the_sum = _code_only(_weight_the_sum)
+input_first = _code_only(_input_first)
+transpose_weight = _code_only(_transpose_weight)
+undo_heads_steps = _code_only(_undo_heads_steps)
+both_paths = _code_only(_both_paths)
+own_paths = _code_only(_own_paths)
+recompute_from_scaled = _code_only(_recompute_from_scaled)
+scale_the_contribution = _code_only(_scale_the_contribution)
 flip_scale = _code_only(_flip_scale)
 divide_by_head_width = _code_only(_divide_by_head_width)
 add_scale = _code_only(_add_scale)

@@ -10,6 +10,18 @@ from reference import edits
 
 NUMPY = edits.Context(False, "scaled", "numpy", {"mask": "mask", "W_o": "W_o"})
 TORCH = edits.Context(False, "causal_mask", "torch", {})
+ROWSUM = edits.Context(False, "rowsum", "numpy", {"output": "y"})
+
+
+def FLASH(stage: str) -> edits.Context:  # noqa: N802 (read as a constant's name)
+    """The tiled backward's context at ``stage``, in SPEC's names."""
+    return edits.Context(False, stage, "numpy", {"Q": "Q"})
+
+
+def MHA(stage: str) -> edits.Context:  # noqa: N802 (read as a constant's name)
+    """The multi-head backward's context at ``stage``, in SPEC's names."""
+    return edits.Context(False, stage, "numpy", {w: w for w in ("W_q", "W_k", "W_v", "W_o")})
+
 
 CASES = [
     (edits.divide_by_sqrt, NUMPY, "s = q @ k.T / d_k  # scale", "s = q @ k.T / d_k ** 0.5  # scale"),
@@ -34,6 +46,36 @@ CASES = [
      "dV = P.swapaxes(-1, -2) @ grad_output"),
     (edits.transpose_first_factor, NUMPY, "dK = np.matmul(dS, Q)",
      "dK = np.matmul(dS.swapaxes(-1, -2), Q)"),
+    (edits.weight_the_sum, ROWSUM, "dS = P * (dP - dP.sum(axis=-1, keepdims=True))",
+     "dS = P * (dP - (P * dP).sum(axis=-1, keepdims=True))"),
+    (edits.weight_the_sum, ROWSUM, "dS = P * dP - P * np.sum(dP, axis=-1, keepdims=True)",
+     "dS = P * dP - P * np.sum(P * dP, axis=-1, keepdims=True)"),
+    (edits.weight_the_sum, ROWSUM, "dot = np.sum(dy, axis=axis, keepdims=True)",
+     "dot = np.sum(y * dy, axis=axis, keepdims=True)"),
+    (edits.input_first, MHA("dW_o"), "dW_o = flat(grad_output).T @ flat(C)",
+     "dW_o = flat(C).T @ flat(grad_output)"),
+    (edits.input_first, MHA("dW_q"), 'dW_q = np.einsum("ni,nj->ji", rows(X_q), rows(dq))',
+     'dW_q = np.einsum("ni,nj->ij", rows(X_q), rows(dq))'),
+    (edits.transpose_weight, MHA("dX_kv"), "dX_kv = dK @ W_k + dV @ W_v",
+     "dX_kv = dK @ W_k.T + dV @ W_v.T"),
+    (edits.transpose_weight, MHA("dC"),
+     'dc = np.einsum("...nj,ji->...ni", g, W_o).reshape(*lead, n, h, d_k)',
+     'dc = np.einsum("...nj,ij->...ni", g, W_o).reshape(*lead, n, h, d_k)'),
+    (edits.undo_heads_steps, MHA("dC_heads"), "dC = (g @ W_o.T).reshape(*lead, h, n, d_k)",
+     "dC = (g @ W_o.T).reshape(*lead, n, h, d_k).swapaxes(-2, -3)"),
+    (edits.undo_heads_steps, MHA("dK_merged"), "dK = (dS.swapaxes(-1, -2) @ Q).reshape(*b, m, d)",
+     "dK = (dS.swapaxes(-1, -2) @ Q).swapaxes(-2, -3).reshape(*b, m, d)"),
+    (edits.both_paths, MHA("dX_kv"), "dX_kv = dK @ W_k.T", "dX_kv = dK @ W_k.T + dV @ W_v.T"),
+    (edits.both_paths, MHA("dX_kv"), 'dX_kv = np.einsum("...mj,ij->...mi", dv, W_v)',
+     'dX_kv = np.einsum("...mj,ij->...mi", dv, W_v) + np.einsum("...mj,ij->...mi", dk, W_k)'),
+    (edits.own_paths, MHA("dX_q"), "dX_q = dX_kv = dX_q + dX_k + dX_v",
+     "dX_q, dX_kv = dX_q, dX_k + dX_v"),
+    (edits.recompute_from_scaled, FLASH("P"), "p = np.exp(s - L[..., i0:i1, None])",
+     "p = np.exp(s / Q.shape[-1] ** 0.5 - L[..., i0:i1, None])"),
+    (edits.scale_the_contribution, FLASH("dK"), "dK[..., j0:j1, :] += np.swapaxes(dS, -1, -2) @ Qi",
+     "dK[..., j0:j1, :] += np.swapaxes(dS, -1, -2) @ Qi / Q.shape[-1] ** 0.5"),
+    (edits.scale_the_contribution, FLASH("dQ"), "dq += ds @ k + ds2 @ k2",
+     "dq += (ds @ k + ds2 @ k2) / Q.shape[-1] ** 0.5"),
     (edits.keep_summed_axis, NUMPY, "dS = P * (dP - (P * dP).sum(axis=-1))",
      "dS = P * (dP - (P * dP).sum(axis=-1, keepdims=True))"),
     (edits.keep_summed_axis, NUMPY, "dot = np.sum(dy * y, axis=axis)",
@@ -80,6 +122,27 @@ def test_a_line_of_another_shape_gets_no_literal_fix(line: str) -> None:
     rows = (edits.fill_far_below, edits.diagonal_up, edits.values_unrotated,
             edits.untransposed_triangle)
     assert edits.rewrite(rows, line, NUMPY) is None
+
+
+#: lines of the multi-head backward that are right already (a correct line beside a wrong
+#: one computes a value the mistake changed): no rewrite touches them
+RIGHT_ALREADY = [
+    (edits.transpose_weight, "dX_q", "dX_q = dQ @ W_q.T"),
+    (edits.transpose_weight, "dX_q", 'dX_q = np.einsum("...nj,ij->...ni", dq, W_q)'),
+    (edits.undo_heads_steps, "dC_heads",
+     "dC = (g @ W_o.T).reshape(*lead, n, h, d_k).swapaxes(-2, -3)"),
+    (edits.undo_heads_steps, "dQ_merged", "dQ = (dS @ K).swapaxes(-2, -3).reshape(*b, n, d)"),
+    (edits.undo_heads_steps, "dQ_merged", "dQ = merge_heads(dS @ K / np.sqrt(d_k))"),
+    (edits.both_paths, "dX_kv", "dX_kv = dK @ W_k.T + dV @ W_v.T"),
+    (edits.own_paths, "dX_q", "dX_q = dQ @ W_q.T"),
+]
+
+
+@pytest.mark.parametrize(("rewrite", "stage", "line"), RIGHT_ALREADY,
+                         ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(RIGHT_ALREADY)])
+def test_a_right_line_of_the_backward_is_left_as_it_is(rewrite: edits.Rewrite, stage: str,
+                                                       line: str) -> None:
+    assert edits.rewrite((rewrite,), line, MHA(stage)) is None
 
 
 def test_a_part_of_a_fix_is_never_offered_alone() -> None:

@@ -45,25 +45,15 @@ SENTENCE_ONLY = {
     "finite-initial-max": "the sentinel is set before the loop, far from the output's line",
     "remainder-tile-dropped": "the tile count and the tile's end are two places",
     "causal-mask-tile-local": "the tile's offsets enter the row and the column numbers",
-    # the tiled backward: each is one term of a tile's update, written with the student's own
-    # names for D, the scale and the tile's slices
+    # the tiled backward: D is one term of a tile's update, under the student's own name (the
+    # scale's two rows have literal fixes, the scale written from the width of Q)
     "backward-missing-d": "D is computed before the loops, under a name of the student's own",
-    "backward-p-unscaled": "the scale enters the tile's scores, whatever the student calls it",
-    "backward-grad-unscaled": "the scale goes on dQ and dK, two lines in each tile",
     # the backward pass: not written yet; each is one line in the fixtures, but the line's
     # shapes (a product, a sum, a scale) are many and the rewrites are left to do
     "softmax-backward-diagonal-only": "the weighted row sum must be brought in (not yet)",
     "softmax-backward-elementwise": "the Jacobian's cross terms must be brought in (not yet)",
-    "softmax-backward-unweighted-sum": "not written yet",
     "softmax-backward-output-as-logits": "the second softmax is removed, often over two lines",
     "backward-missing-scale": "the scale goes on dQ and dK, often two lines",
-    # the multi-head backward: each is written over several lines (a weight gradient per
-    # projection, or a helper's one line used four times and its callers), not written yet
-    "weight-grad-transposed": "one transpose per weight gradient, often four lines (not yet)",
-    "dx-weight-not-transposed": "one transpose per projection, often four lines (not yet)",
-    "backward-heads-not-transposed": "the split and the merges are several lines (not yet)",
-    "dxkv-missing-path": "the missing path is a new term, often from another line (not yet)",
-    "dx-paths-merged": "two returned values, each from its own paths (not yet)",
 }
 
 

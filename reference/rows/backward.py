@@ -100,6 +100,7 @@ ROWS: tuple[Misconception, ...] = (
         fix="Weight the sum by the probabilities: `(y * dy).sum(axis=axis, keepdims=True)`, "
             "not `dy.sum(...)`.",
         stages=("rowsum", "dS"),
+        rewrites=(edits.weight_the_sum,),
     ),
     Misconception(
         "softmax-backward-wrong-axis",
@@ -240,6 +241,8 @@ ROWS: tuple[Misconception, ...] = (
         fix="Put the input first: `dW = X.reshape(-1, d_in).T @ dY.reshape(-1, d_out)`, not "
             "`dY.T @ X`.",
         stages=("dW_o", "dW_q", "dW_k", "dW_v"),
+        rewrites=(edits.input_first,),
+        also=("dW_o", "dW_q", "dW_k", "dW_v"),
     ),
     Misconception(
         "dx-weight-not-transposed",
@@ -253,6 +256,8 @@ ROWS: tuple[Misconception, ...] = (
         "your gradient through {which_weights_dx} equals dY W; it must be dY W^T",
         fix="Transpose the weight: `dX = dY @ W.T`.",
         stages=("dC", "dC_heads", "dX_q", "dX_kv"),
+        rewrites=(edits.transpose_weight,),
+        also=("dC", "dC_heads", "dX_q", "dX_kv"),
     ),
     Misconception(
         "backward-heads-not-transposed",
@@ -269,6 +274,8 @@ ROWS: tuple[Misconception, ...] = (
         fix="Undo the forward's steps: split with `dC.reshape(..., n, h, d_k).swapaxes(-2, "
             "-3)` and merge with `.swapaxes(-2, -3).reshape(..., n, d_model)`.",
         stages=("dC_heads", "dQ_merged", "dK_merged", "dV_merged"),
+        rewrites=(edits.undo_heads_steps,),
+        also=("dC_heads", "dQ_merged", "dK_merged", "dV_merged"),
     ),
     Misconception(
         "dxkv-missing-path",
@@ -281,6 +288,7 @@ ROWS: tuple[Misconception, ...] = (
         "your dX_kv has {kept_path} only; the {missing_path} is missing",
         fix="Add both paths: `dX_kv = dK @ W_k.T + dV @ W_v.T`.",
         stages=("dX_kv",),
+        rewrites=(edits.both_paths,),
     ),
     Misconception(
         "dx-paths-merged",
@@ -297,5 +305,6 @@ ROWS: tuple[Misconception, ...] = (
         fix="Return each input's own gradient: `dX_q = dQ @ W_q.T` and `dX_kv = dK @ W_k.T + "
             "dV @ W_v.T`.",
         stages=("dX_q",),
+        rewrites=(edits.own_paths,),
     ),
 )

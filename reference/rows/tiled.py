@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from reference import edits
 from reference.misconception import Misconception, Variant, Wording, variants_of
 from reference.tasks.flash_attention_backward import weights_d
 
@@ -267,6 +268,7 @@ BACKWARD_ROWS: tuple[Misconception, ...] = (
         fix="Recompute each tile's weights from the scaled scores: "
             "`P = np.exp(Q_tile @ K_tile.T / np.sqrt(d) - L_tile[..., None])`.",
         stages=("P",),
+        rewrites=(edits.recompute_from_scaled,),
     ),
     Misconception(
         "backward-grad-unscaled",
@@ -282,6 +284,8 @@ BACKWARD_ROWS: tuple[Misconception, ...] = (
         fix="Multiply each tile's contributions by the scale: `dQ_tile += dS @ K_tile / "
             "np.sqrt(d)` and `dK_tile += dS.T @ Q_tile / np.sqrt(d)`.",
         stages=("dQ", "dK"),
+        rewrites=(edits.scale_the_contribution,),
+        also=("dQ", "dK"),
     ),
 )
 
