@@ -19,7 +19,14 @@ import pytest
 from grader import grade, registry
 from grader.core.report import validate
 
-from .conftest import SUBMISSIONS, declared_error, expected_ids, needs_framework, run_cli
+from .conftest import (
+    SUBMISSIONS,
+    declared_error,
+    declared_failures,
+    expected_ids,
+    needs_framework,
+    run_cli,
+)
 
 Graded = Callable[..., dict[str, Any]]
 e2e = pytest.mark.e2e  # starts child processes: the slow tier
@@ -50,7 +57,10 @@ def test_preset_fixture_is_graded_as_its_course_expects(path: Path, graded: Grad
     assert sorted(m["id"] for m in report["misconceptions"]) == expected_ids(path)
     assert not [e for e in report["errors"] if e["kind"] in ("crashed", "wrong-signature")]
     if not expected_ids(path):
-        assert report["score"] == report["max_score"] and report["errors"] == []
+        # (an exact computation that never tiles loses the tiling check and nothing else)
+        failed = {c["id"]: c["max_points"] for c in report["checks"] if not c["passed"]}
+        assert sorted(failed) == declared_failures(path) and report["errors"] == []
+        assert report["score"] == pytest.approx(report["max_score"] - sum(failed.values()))
     else:
         assert report["score"] < report["max_score"]
 
