@@ -580,3 +580,35 @@ def test_a_jax_course(tmp_path: Path, change, expected) -> None:
     assert (report["score"] == report["max_score"]) == (not expected)
     if expected:
         assert report["misconceptions"][0]["location"]["line"] == 7
+
+
+def test_a_course_that_fixes_its_tiles_gets_later_maximum_probes_sized_for_them(
+        graded: Graded) -> None:
+    """CS336's code tiles by 16 inside: the later-maximum probes built for tiles of 2 to 6 keys
+    would hold every key in one tile there. Probes sized for 16-key tiles run in their place
+    (several key tiles, each row's maximum in its last one), only there, so that a rescaling
+    mistake loses the later-maximum check as it does in the plain assignment."""
+    import numpy as np
+
+    from grader.core.assignments import get
+
+    plain = [p.id for p in get("flash_attention_forward").probes(0)]
+    course = {p.id: p for p in get("cs336-a2-flash-attention-forward").probes(0)}
+    assert not [i for i in plain if i.endswith("-16")]
+    later = [p for p in course.values() if "later-max" in p.tags]
+    assert sorted(p.id for p in later) == ["later-maximum-16", "later-maximum-causal-16",
+                                           "later-maximum-remainder-16"]
+    for probe in later:
+        q, k = probe.args[0], probe.args[1]
+        causal, block = probe.args[3], probe.args[5]
+        scores = q @ k.T
+        if causal:
+            scores = np.where(np.arange(k.shape[0])[None, :] > np.arange(q.shape[0])[:, None],
+                              -np.inf, scores)
+        last_tile = (np.arange(q.shape[0]) if causal else k.shape[0] - 1) // block
+        assert k.shape[0] > 2 * block
+        assert (scores.argmax(axis=-1) // block == last_tile).all()
+    path = SUBMISSIONS / "presets" / "cs336-a2-flash-attention-forward" / "rescale_inverted.py"
+    needs_framework("cs336-a2-flash-attention-forward", path)
+    [check] = [c for c in graded(path)["checks"] if c["id"] == "values-later-maximum"]
+    assert check["points"] == 0 and check["message"].startswith("0 / 3 ")
