@@ -19,7 +19,6 @@ import signal
 import threading
 import time
 import traceback
-import types
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -222,9 +221,9 @@ def measure_tiling(function: Callable[..., Any], spec: Assignment, seed: int,
                    seconds: float | None = None) -> Measurement:
     """The tiling check's measurement of ``function`` (``grader.core.tiling``), in this process:
     its one call on the measured probe, after the output probes, with its own time limit; or
-    why there is none (a sentence); None when the assignment has no tiling check. The resident
-    set is not read here (a kernel's is not the call's alone): code that uses torch or another
-    framework tracemalloc cannot see is not measured, as in the sandbox where it cannot be."""
+    why there is none (a sentence); None when the assignment has no tiling check. Code that
+    uses torch or another framework tracemalloc cannot see (``peak.frameworks_of``, as in the
+    sandbox) is called in a fork of this process, as in the sandbox."""
     from grader.core import tiling
     from grader.sandbox import interface, peak
     from grader.sandbox.returns import check_binding, to_arrays
@@ -236,18 +235,18 @@ def measure_tiling(function: Callable[..., Any], spec: Assignment, seed: int,
     calling = spec.calling()
     invoke = interface.invoker(function, calling.get("interface"), calling.get("task"),
                                to_arrays, check_binding)
-    loaded = getattr(function, "__globals__", {})
-    frameworks = [name for name in peak.UNTRACED_FRAMEWORKS
-                  if any(getattr(v, "__name__", "").split(".")[0] == name
-                         for v in list(loaded.values()) if isinstance(v, types.ModuleType))]
+    frameworks = peak.frameworks_of(function)
     limit = tiling.SECONDS if seconds is None else seconds
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            _, measured = _with_deadline(limit, lambda: peak.measure(
-                lambda: invoke(args), frameworks, resident=False))
+            _, measured = _with_deadline(limit + 1.0 if frameworks else limit,
+                                         lambda: peak.measure(lambda: invoke(args), frameworks,
+                                                              limit))
     except _CallTimeout:
         return f"the call did not return within {limit:g} s"
+    except peak.CallFailed as failed:
+        return str(failed)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - the student's function may raise anything

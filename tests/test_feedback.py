@@ -338,6 +338,34 @@ def test_a_correct_submission_is_never_located(graded: Graded) -> None:
     assert report["score"] == report["max_score"] and "located" not in report
 
 
+def test_nothing_is_located_when_every_stage_is_right_but_the_output_is_not() -> None:
+    """The flash backward's stages end with dV, not the returned output: code that computes
+    every stage right and returns something else has no stage to point at (this indexed past
+    the last stage and raised IndexError)."""
+    from grader.core.assignments import get
+    from grader.core.divergence import OPTIONAL, first_divergence
+    from grader.core.locate import stages_of
+    from grader.model import CallOutcome, TracedValue
+
+    spec = get("flash_attention_backward")
+    probe = next(p for p in spec.probes(0) if p.traced)
+    stages = {name: value for name, value in stages_of(spec, {}, probe).items()
+              if name not in OPTIONAL}
+    assert "output" not in stages and len(stages) >= 3
+    traced = tuple(TracedValue(None, line, 0, value)
+                   for line, value in enumerate(stages.values(), start=10))
+    right = spec.reference_on(probe)
+    outputs = {name: np.asarray(value) * (2.0 if i == 0 else 1.0)
+               for i, (name, value) in enumerate(zip(("dQ", "dK", "dV"), right))}
+    outcome = CallOutcome(probe.id, outputs=outputs, traced=traced)
+    assert first_divergence(spec, [probe], [outcome], ("",)) is None
+    # the last stage wrong is still located
+    wrong = (*traced[:-1], TracedValue(None, traced[-1].line, 0, traced[-1].array * 3.0))
+    found = first_divergence(spec, [probe], [CallOutcome(probe.id, outputs=outputs,
+                                                         traced=wrong)], ("",))
+    assert found is not None and found.stage == list(stages)[-1]
+
+
 def test_the_notebook_self_check_points_at_the_same_lines() -> None:
     """In a kernel, ``check(fn)`` runs the student's function here, traced the same way: the
     lines of the file (the cell) that defines it are quoted as the command line quotes them."""

@@ -19,7 +19,14 @@ import pytest
 from grader import grade, registry
 from grader.core.report import validate
 
-from .conftest import SUBMISSIONS, declared_error, expected_ids, needs_framework, run_cli
+from .conftest import (
+    SUBMISSIONS,
+    declared_error,
+    declared_failures,
+    expected_ids,
+    needs_framework,
+    run_cli,
+)
 
 Graded = Callable[..., dict[str, Any]]
 e2e = pytest.mark.e2e  # starts child processes: the slow tier
@@ -50,7 +57,10 @@ def test_preset_fixture_is_graded_as_its_course_expects(path: Path, graded: Grad
     assert sorted(m["id"] for m in report["misconceptions"]) == expected_ids(path)
     assert not [e for e in report["errors"] if e["kind"] in ("crashed", "wrong-signature")]
     if not expected_ids(path):
-        assert report["score"] == report["max_score"] and report["errors"] == []
+        # (an exact computation that never tiles loses the tiling check and nothing else)
+        failed = {c["id"]: c["max_points"] for c in report["checks"] if not c["passed"]}
+        assert sorted(failed) == declared_failures(path) and report["errors"] == []
+        assert report["score"] == pytest.approx(report["max_score"] - sum(failed.values()))
     else:
         assert report["score"] < report["max_score"]
 
@@ -570,3 +580,35 @@ def test_a_jax_course(tmp_path: Path, change, expected) -> None:
     assert (report["score"] == report["max_score"]) == (not expected)
     if expected:
         assert report["misconceptions"][0]["location"]["line"] == 7
+
+
+def test_a_course_that_fixes_its_tiles_gets_later_maximum_probes_sized_for_them(
+        graded: Graded) -> None:
+    """CS336's code tiles by 16 inside: the later-maximum probes built for tiles of 2 to 6 keys
+    would hold every key in one tile there. Probes sized for 16-key tiles run in their place
+    (several key tiles, each row's maximum in its last one), only there, so that a rescaling
+    mistake loses the later-maximum check as it does in the plain assignment."""
+    import numpy as np
+
+    from grader.core.assignments import get
+
+    plain = [p.id for p in get("flash_attention_forward").probes(0)]
+    course = {p.id: p for p in get("cs336-a2-flash-attention-forward").probes(0)}
+    assert not [i for i in plain if i.endswith("-16")]
+    later = [p for p in course.values() if "later-max" in p.tags]
+    assert sorted(p.id for p in later) == ["later-maximum-16", "later-maximum-causal-16",
+                                           "later-maximum-remainder-16"]
+    for probe in later:
+        q, k = probe.args[0], probe.args[1]
+        causal, block = probe.args[3], probe.args[5]
+        scores = q @ k.T
+        if causal:
+            scores = np.where(np.arange(k.shape[0])[None, :] > np.arange(q.shape[0])[:, None],
+                              -np.inf, scores)
+        last_tile = (np.arange(q.shape[0]) if causal else k.shape[0] - 1) // block
+        assert k.shape[0] > 2 * block
+        assert (scores.argmax(axis=-1) // block == last_tile).all()
+    path = SUBMISSIONS / "presets" / "cs336-a2-flash-attention-forward" / "rescale_inverted.py"
+    needs_framework("cs336-a2-flash-attention-forward", path)
+    [check] = [c for c in graded(path)["checks"] if c["id"] == "values-later-maximum"]
+    assert check["points"] == 0 and check["message"].startswith("0 / 3 ")

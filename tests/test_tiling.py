@@ -15,10 +15,11 @@ import pytest
 from grader.core import tiling
 from grader.core.assignments import get
 from grader.notebook import grade_function, measure_tiling
+from grader.sandbox import peak
 from reference.tasks.flash_attention_backward import flash_attention_backward
 from reference.tasks.flash_attention_forward import flash_attention_forward
 
-from .conftest import SUBMISSIONS
+from .conftest import SUBMISSIONS, needs_framework
 
 TILED = {"flash_attention_forward": "correct_loops.py",
          "flash_attention_backward": "correct_key_outer.py"}
@@ -56,10 +57,12 @@ def test_the_check_is_decided_from_the_traced_peak_against_the_bound() -> None:
     assert measured and not passed and "40.0 MiB" in message
     # torch: its allocations are invisible to tracemalloc; the resident set decides, or nothing
     torch_big = {"traced_peak": 0, "resident_growth": 90 << 20, "frameworks": ["torch"]}
-    torch_unknown = {"traced_peak": 0, "resident_growth": None, "frameworks": ["torch"]}
+    torch_unknown = {"traced_peak": 0, "resident_growth": None, "frameworks": ["torch"],
+                     "why_not": "no fork could be made"}
     assert tiling.verdict(torch_big)[:2] == (True, False)
     measured, passed, message = tiling.verdict(torch_unknown)
     assert not measured and passed and "not measured" in message
+    assert "no fork could be made" in message
     for nothing in (None, "the call did not return within 10 s"):
         measured, passed, message = tiling.verdict(nothing)
         assert not measured and passed and "scored as passed" in message
@@ -91,6 +94,113 @@ def test_a_function_graded_in_the_notebook_is_measured_too() -> None:
     assert report["misconceptions"] == []
 
 
+#: CS336 assignment 2's presets (torch, tiles fixed at 16 inside the code): a tiled and an
+#: exact untiled fixture of each
+CS336 = {"cs336-a2-flash-attention-forward": ("correct_query_outer.py", "correct_untiled.py"),
+         "cs336-a2-flash-attention-backward": ("correct_recompute_tiles.py",
+                                               "correct_whole_recompute.py")}
+
+
+def _cs336(preset: str, which: int) -> Path:
+    path = SUBMISSIONS / "presets" / preset / CS336[preset][which]
+    needs_framework(preset, path)
+    return path
+
+
+@pytest.mark.parametrize("preset", sorted(CS336))
+def test_torch_code_is_measured_tiled_passes_untiled_loses_only_the_check(
+        preset: str, graded: Any) -> None:
+    tiled = graded(_cs336(preset, 0))
+    check = _tiling(tiled)
+    # (a call slower than the check's own limit on a busy machine is "not decided", passed)
+    assert check["passed"] and "not measured" not in check["message"]
+    untiled = graded(_cs336(preset, 1))
+    check = _tiling(untiled)
+    assert not check["passed"] and "resident memory grew by" in check["message"]
+    assert untiled["misconceptions"] == []
+    assert [c["id"] for c in untiled["checks"] if not c["passed"]] == [tiling.CHECK_ID]
+
+
+def _allocates(size: int) -> Any:
+    import numpy as np  # (pages written, so resident)
+
+    return lambda: np.ones(size // 8).sum()
+
+
+def test_a_fork_measures_what_the_call_holds_at_its_peak() -> None:
+    """The fork's measurement, without torch: a call that holds 40 MiB at once grows by about
+    that much, also in 1 MiB blocks after this process freed 64 MiB of such blocks inside its
+    heap (the fork's allocator maps them apart instead of reusing that memory unseen); one
+    that holds 40 MiB in 1 MiB pieces freed as it goes stays under the bound. (Blocks under
+    128 KiB may still reuse the free space of pages this process keeps half used: a call is
+    measured for its large arrays, not its small objects.)"""
+    import ctypes
+
+    import numpy as np
+
+    big = peak.measure_forked(_allocates(40 << 20), ["torch"])
+    assert big["resident_growth"] is not None, big["why_not"]
+    assert 38 << 20 <= big["resident_growth"] <= 48 << 20
+    assert tiling.verdict(big)[:2] == (True, False)
+
+    def blocks() -> None:
+        held = [np.ones(1 << 17) for _ in range(40)]
+        assert held
+
+    libc = ctypes.CDLL(None)
+    # (M_MMAP_THRESHOLD: 1 MiB blocks from the heap, as glibc does once a large block was
+    # freed; the fork inherits it, and must not reuse the heap's free memory unseen)
+    libc.mallopt(-3, 64 << 20)
+    try:
+        kept = [np.ones(1 << 17) for _ in range(64)]
+        pinned = np.ones(1 << 17)  # (above them in the heap: freeing them cannot shrink it)
+        del kept
+        held = peak.measure_forked(blocks, ["torch"])
+    finally:
+        libc.mallopt(-3, 128 << 10)  # (glibc's default)
+    assert held["resident_growth"] is not None and held["resident_growth"] >= 38 << 20
+    assert pinned.any()
+
+    def pieces() -> None:
+        for _ in range(40):
+            _allocates(1 << 20)()
+
+    small = peak.measure_forked(pieces, ["torch"])
+    assert small["resident_growth"] is not None and small["resident_growth"] < 4 << 20
+    assert tiling.verdict(small)[:2] == (True, True)
+
+
+def test_a_fork_that_raises_hangs_or_imports_is_not_measured() -> None:
+    def raises() -> None:
+        raise ValueError("no")
+
+    with pytest.raises(peak.CallFailed, match="raised ValueError"):
+        peak.measure_forked(raises, ["torch"])
+    with pytest.raises(peak.CallFailed, match="did not return within 0.5 s") as failed:
+        peak.measure_forked(lambda: time.sleep(30), ["torch"], seconds=0.5)
+    assert failed.value.kind == "timeout"
+
+    def imports() -> None:
+        import xml.dom.minidom  # noqa: F401 - (a module this process has not loaded)
+
+    imported = peak.measure_forked(imports, ["torch"])
+    assert imported["resident_growth"] is None and "imported modules" in imported["why_not"]
+    measured, passed, message = tiling.verdict(imported)
+    assert not measured and passed and "imported modules" in message
+
+
+def test_the_frameworks_are_found_from_the_code_in_the_child_and_the_notebook() -> None:
+    import types
+
+    fake_torch = types.ModuleType("torch")
+    namespace: dict[str, Any] = {"torch": fake_torch}
+    exec("class Flash:\n    @staticmethod\n    def forward(ctx, Q):\n        return torch\n\n"
+         "def factory():\n    return Flash\n", namespace)
+    assert peak.frameworks_of(namespace["factory"]) == ["torch"]
+    assert peak.frameworks_of(namespace["Flash"]) == ["torch"]
+    assert peak.frameworks_of(_slow_only_when_long) == []
+
+
 def test_the_measured_call_is_as_the_spec_says() -> None:
     for name in TILED:
         probe = tiling.measured_probe(name, 0)
@@ -110,6 +220,18 @@ def test_the_sandbox_measures_inside_the_childs_call(assignment: str, tmp_path: 
     untiled = grade(SUBMISSIONS / assignment / UNTILED[assignment], assignment=assignment)
     assert not _tiling(untiled)["passed"]
     assert "materialises the n x m score matrix" in _tiling(untiled)["message"]
+    assert [c["id"] for c in untiled["checks"] if not c["passed"]] == [tiling.CHECK_ID]
+
+
+@pytest.mark.e2e  # child processes
+def test_the_sandbox_measures_torch_code_in_a_fork_of_the_child() -> None:
+    from grader.pipeline import grade
+
+    preset = "cs336-a2-flash-attention-forward"
+    tiled = grade(_cs336(preset, 0), assignment=preset)
+    assert _tiling(tiled)["passed"] and "tile by tile" in _tiling(tiled)["message"]
+    untiled = grade(_cs336(preset, 1), assignment=preset)
+    assert "resident memory grew by" in _tiling(untiled)["message"]
     assert [c["id"] for c in untiled["checks"] if not c["passed"]] == [tiling.CHECK_ID]
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from grader import registry
 from grader.core.padding import padding_read_as_reference, padding_rows
-from grader.core.probes import DIAGNOSIS_ONLY, stands_in_for
+from grader.core.probes import DIAGNOSIS_ONLY, TILE_SIZED, stands_in_for
 from grader.core.tasks import Outputs, Task, build_probes, kept, task
 from grader.model import DEFAULT_SEED, CallOutcome, Probe
 
@@ -156,7 +156,7 @@ class Assignment:
         if interface.causal_square_only and canonical.get("causal") and \
                 canonical[call["queries"]].shape[-2] != canonical[call["keys"]].shape[-2]:
             return "the course's causal flag is defined for as many keys as queries"
-        if "concept" in probe.tags and any(
+        if {"concept", TILE_SIZED} & probe.tags and any(
                 name in canonical and canonical[name] != value for name, value in interface.fixed):
             return f"the course's code fixes {', '.join(dict(interface.fixed))} inside"
         theta = canonical.get("theta", self.task.canonical.default("theta"))

@@ -31,6 +31,10 @@ DIAGNOSIS_ONLY = "diagnosis-only"
 #: with an argument that interface needs: a theta where RoPE is always on), and its outcome is
 #: read as that probe's
 STANDS_IN = "stands-in:"
+#: a probe whose inputs are built for its own tile sizes (keys lifted tile by tile): where a
+#: course's code fixes other tile sizes inside, it cannot be run (a stand-in sized for those
+#: tiles runs instead), as a concept probe that compares tile sizes cannot
+TILE_SIZED = "tile-sized"
 
 
 def stands_in_for(probe: Probe) -> str | None:

@@ -6,8 +6,9 @@ the peak of what it allocates during that call must stay below 8 MiB, a quarter 
 2048 x 2048 matrix: a tiled computation holds a few tiles (a stripe of one query tile against
 every key, 2 MiB, passes), one that materialises the n x m scores holds 32 MiB or more.
 
-NumPy's buffers are seen by ``tracemalloc``; torch's are not, and for code that loaded such a
-framework the growth of the peak resident set is read instead where the system allows it. Where
+NumPy's buffers are seen by ``tracemalloc``; torch's are not, and code that uses such a
+framework is called in a fork of the process that runs it, whose peak resident set grows from
+the fork on (``grader.sandbox.peak``): its growth during the call is held to the same bound. Where
 nothing could be measured (no resident set, a call that failed or took too long, a way of
 grading that does not measure) the check says so and is scored as passed: it never takes points
 for what it could not see.
@@ -86,12 +87,13 @@ def verdict(measurement: Measurement) -> tuple[bool, bool, str]:
                                           f"{_mib(traced)}")
     if frameworks:
         if not isinstance(growth, (int, float)):
+            why = str(measurement.get("why_not") or "the grader could not read the call's "
+                      "resident memory")
             return False, True, (f"not measured: {', '.join(frameworks)} allocates outside what "
-                                 "Python traces, and this system does not let the grader read "
-                                 "the call's resident memory; scored as passed.")
+                                 f"Python traces, and {why}; scored as passed.")
         if growth > BOUND_BYTES:
-            return True, False, _materialises(f"the process's peak resident memory grew by "
-                                              f"{_mib(growth)} during the call")
+            return True, False, _materialises(f"the process's resident memory grew by "
+                                              f"{_mib(growth)} at its peak during the call")
         return True, True, PASSED
     return True, True, PASSED
 

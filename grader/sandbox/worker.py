@@ -392,7 +392,7 @@ def run_call(function, call, arrays, blob, spec=None, task=None):
             return {"status": "wrong-signature", "message": problem}, []
     invoke = interface.invoker(function, spec, task, to_arrays, check_binding)
     if call.get("peak"):
-        return measured_call(invoke, args), []
+        return measured_call(invoke, args, function), []
     started = _perf()
     parts = []
     try:
@@ -423,10 +423,14 @@ def run_call(function, call, arrays, blob, spec=None, task=None):
     return answer, parts
 
 
-def measured_call(invoke, args):
-    """The tiling check's call: its peak allocation measured, its outputs not sent back."""
+def measured_call(invoke, args, function):
+    """The tiling check's call: its peak allocation measured, its outputs not sent back (code
+    that uses torch or another framework tracemalloc cannot see runs in a fork, ``peak.py``)."""
     try:
-        _, measurement = peak.measure(lambda: invoke(args))
+        _, measurement = peak.measure(lambda: invoke(args),
+                                      peak.frameworks_of(function, loaded_here=True))
+    except peak.CallFailed as exc:
+        return {"status": exc.kind, "message": str(exc)}
     except BaseException as exc:  # noqa: BLE001 - student code may raise anything
         return {"status": error_kind(exc), "message": limit_note(exc, _run_limits)
                 + student_traceback(exc)}

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from grader.core.concepts import Concept, Outcomes, Verdict, close, output_of
-from grader.core.probes import DIAGNOSIS_ONLY, Maker, new_probe
+from grader.core.probes import DIAGNOSIS_ONLY, STANDS_IN, TILE_SIZED, Maker, new_probe
 from grader.core.tasks import Recipe, Task
 from grader.model import SET_ASIDE, Array, CallOutcome, Probe
 from grader.tasks.attention import attention_sizes
@@ -89,11 +89,11 @@ def make_probes(make: Maker) -> list[Probe]:
         new_probe("one-query", (g(1, 4), g(17, 4), g(17, 3)), "unbatched", "remainder",
                   bank=("A-edge-3",)),
         new_probe("later-maximum", (later_q, later_k, g(20, 3), False, 4, 6), "unbatched",
-                  "later-max", "remainder", bank=("B-10", "B-2")),
+                  "later-max", "remainder", TILE_SIZED, bank=("B-10", "B-2")),
         new_probe("later-maximum-causal", (later_cq, later_ck, g(12, 3), True, 4, 4),
-                  "unbatched", "later-max", "causal", bank=("B-10", "A-edge-6")),
+                  "unbatched", "later-max", "causal", TILE_SIZED, bank=("B-10", "A-edge-6")),
         new_probe("later-maximum-remainder", (later_rq, later_rk, g(11, 2), False, 2, 4),
-                  "unbatched", "later-max", "remainder", bank=("B-10",)),
+                  "unbatched", "later-max", "remainder", TILE_SIZED, bank=("B-10",)),
         new_probe("far-below-zero", (far_q, far_k, far_v, False, 4, 4), "unbatched", "far",
                   bank=("B-10", "B-30")),
         new_probe("far-below-some-rows", (mixed_q, mixed_k, mixed_v, False, 2, 4), "unbatched",
@@ -118,7 +118,26 @@ def make_probes(make: Maker) -> list[Probe]:
                   bank=("B-2",)),
         new_probe("blocks-b", (*same, False, 3, 5), "unbatched", "concept", "remainder",
                   bank=("B-2",)),
-    ]
+    ] + sixteen_key_tiles(make)
+
+
+#: the tile size a course's code may fix inside (CS336's 16 x 16)
+COURSE_BLOCK = 16
+
+
+def sixteen_key_tiles(make: Maker) -> list[Probe]:
+    """The later-maximum probes again, sized for 16 x 16 tiles (several key tiles, every row's
+    maximum in a later one): each runs only where its probe cannot, a course's code that fixes
+    its tiles at 16 inside (CS336), so that a rescaling mistake costs there what it costs
+    here. (Made after every other probe: their inputs stay as they were.)"""
+    b = COURSE_BLOCK
+    rows = [(later_maximum(make, 20, 53, b), 20, 53, False, "later-maximum"),
+            (later_maximum(make, 40, 40, b), 40, 40, True, "later-maximum-causal"),
+            (later_maximum(make, 7, 37, b), 7, 37, False, "later-maximum-remainder")]
+    return [new_probe(f"{stood}-{b}", (q, k, make.grid(m, 3), causal, b, b), "unbatched",
+                      "later-max", *(("causal",) if causal else ("remainder",)),
+                      f"{STANDS_IN}{stood}", bank=("B-10",))
+            for (q, k), n, m, causal, stood in rows]
 
 
 def _blocks_change_nothing(r: Outcomes) -> Verdict:

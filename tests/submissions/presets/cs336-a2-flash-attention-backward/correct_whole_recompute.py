@@ -1,4 +1,5 @@
 # expect:
+# fails: tiling
 # The backward many CS336 students write first: the whole of P recomputed at once from L with
 # einsum (torch.compile'd in the handout's suggestion), no tiles in the backward.
 import math
