@@ -135,21 +135,30 @@ def _student_traceback(exc: BaseException, student_file: str | None = None) -> s
     return (text + "".join(traceback.format_exception_only(type(exc), exc)))[-2000:]
 
 
-def _with_deadline(seconds: float, call: Callable[[], Any]) -> Any:
+def _with_deadline(seconds: float, call: Callable[[], Any], cpu: bool = False) -> Any:
+    """``call()``, stopped after ``seconds`` on the wall clock; with ``cpu``, after ``seconds``
+    of this process's CPU time, the wall clock only a backstop ``WALL_FACTOR`` times as long
+    (so that a loaded machine does not decide the tiling check's verdict)."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal,
                                                                                  "setitimer"):
         return call()
+    from grader.sandbox.peak import WALL_FACTOR
 
     def on_alarm(signum: int, frame: Any) -> None:
         raise _CallTimeout
 
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    timers = [(signal.SIGALRM, signal.ITIMER_REAL, seconds * (WALL_FACTOR if cpu else 1.0))]
+    if cpu:
+        timers.append((signal.SIGPROF, signal.ITIMER_PROF, seconds))
+    previous = [signal.signal(signum, on_alarm) for signum, _, _ in timers]
+    for _, timer, after in timers:
+        signal.setitimer(timer, after)
     try:
         return call()
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        for (signum, timer, _), handler in zip(timers, previous):
+            signal.setitimer(timer, 0)
+            signal.signal(signum, handler)
 
 
 def call_probes(function: Callable[..., Any], probes: Sequence[Probe], calling: dict[str, Any],
@@ -240,9 +249,12 @@ def measure_tiling(function: Callable[..., Any], spec: Assignment, seed: int,
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            _, measured = _with_deadline(limit + 1.0 if frameworks else limit,
-                                         lambda: peak.measure(lambda: invoke(args), frameworks,
-                                                              limit))
+            # (CPU time decides, as in the sandbox; a fork keeps its own CPU limit, so only the
+            # wall backstop is set here for it, a little later than the fork's)
+            _, measured = _with_deadline(
+                limit * peak.WALL_FACTOR + 1.0 if frameworks else limit,
+                lambda: peak.measure(lambda: invoke(args), frameworks, limit),
+                cpu=not frameworks)
     except _CallTimeout:
         return f"the call did not return within {limit:g} s"
     except peak.CallFailed as failed:

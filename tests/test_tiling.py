@@ -189,6 +189,27 @@ def test_a_fork_that_raises_hangs_or_imports_is_not_measured() -> None:
     assert not measured and passed and "imported modules" in message
 
 
+def test_a_forks_limit_is_cpu_time_so_a_loaded_machine_decides_nothing() -> None:
+    """A call that takes longer on the wall clock without computing (as on a loaded machine,
+    where it waits for a core) is still measured; one that computes past the limit is not."""
+    def waits_then_allocates() -> None:
+        time.sleep(0.8)
+        held = bytearray(40 << 20)
+        held[::4096] = b"x" * len(held[::4096])
+
+    measured = peak.measure_forked(waits_then_allocates, ["torch"], seconds=0.5)
+    assert measured["resident_growth"] is not None
+    assert measured["resident_growth"] > tiling.BOUND_BYTES
+
+    def computes() -> None:
+        while True:
+            pass
+
+    with pytest.raises(peak.CallFailed, match="did not return within 0.5 s") as failed:
+        peak.measure_forked(computes, ["torch"], seconds=0.5)
+    assert failed.value.kind == "timeout"
+
+
 def test_the_frameworks_are_found_from_the_code_in_the_child_and_the_notebook() -> None:
     import types
 

@@ -38,6 +38,10 @@ import types
 UNTRACED_FRAMEWORKS = ("torch", "jax", "tensorflow")
 #: the measured call's own time limit where none is given (SPEC: 10 s)
 SECONDS = 10.0
+#: the fork's limit is CPU time (RLIMIT_CPU), so that a loaded machine decides nothing; the
+#: wall clock, this many times as long, only stops a fork that sleeps or waits (as the
+#: sandbox's ``session.WALL_FACTOR``)
+WALL_FACTOR = 4.0
 #: the fork's allocator: blocks from this size mapped apart and unmapped when freed, the heap
 #: trimmed above it (glibc's mallopt parameters M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, M_TOP_PAD)
 _MALLOC_SETTINGS = ((-3, 128 * 1024), (-1, 128 * 1024), (-2, 0))
@@ -135,10 +139,16 @@ def measure_forked(call, frameworks, seconds=SECONDS):
         _run_in_fork(call, writing, libc, seconds)
     os.close(writing)
     try:
-        before, after = _read_reports(reading, pid, seconds)
-    finally:
+        before, after = _read_reports(reading, pid, seconds * WALL_FACTOR)
+    except CallFailed as failed:
         os.close(reading)
         usage = _reap(pid)
+        if failed.kind == "timeout" or _cpu_seconds(usage) >= seconds:
+            raise CallFailed(f"the call did not return within {seconds:g} s",
+                             "timeout") from None
+        raise
+    os.close(reading)
+    usage = _reap(pid)
     if after.get("error"):
         raise CallFailed(f"the call raised {after['error']}")
     if after.get("imported"):  # (the modules' code and data, not the call's: not told apart)
@@ -192,17 +202,21 @@ def _prepare_fork(libc, seconds):
             pass
 
 
-def _read_reports(reading, pid, seconds):
+def _cpu_seconds(usage):
+    return 0.0 if usage is None else usage.ru_utime + usage.ru_stime
+
+
+def _read_reports(reading, pid, wall_seconds):
     """The fork's two reports (before and after the call); ``CallFailed`` when the second does
-    not come in time (the fork is then killed)."""
-    deadline = time.monotonic() + seconds
+    not come before the wall-clock backstop (the fork is then killed)."""
+    deadline = time.monotonic() + wall_seconds
     data = b""
     while data.count(b"\n") < 2:
         left = deadline - time.monotonic()
         ready, _, _ = select.select([reading], [], [], max(0.0, left))
         if not ready:
             _kill(pid)
-            raise CallFailed(f"the call did not return within {seconds:g} s", "timeout")
+            raise CallFailed(f"the call did not return within {wall_seconds:g} s", "timeout")
         chunk = os.read(reading, 65536)
         if not chunk:
             break
