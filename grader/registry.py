@@ -1112,8 +1112,9 @@ ROPE_TABLE_KEYS: dict[str, Any] = {
 }
 ROPE_TABLE_CHOICES = {
     # what the builder returns: one complex table (positions, d/2) as Llama's freqs_cis; one
-    # real table (positions, d/2, 2) of cos and sin as XCS224N's rope_cache; cos and sin
-    "layout": ("complex", "stacked", "cos-sin"),
+    # real table (positions, d/2, 2) of cos and sin as XCS224N's rope_cache; cos and sin;
+    # one real table of the angles (positions, d), as lucidrains' RotaryEmbedding returns
+    "layout": ("complex", "stacked", "cos-sin", "angles"),
     # the rows the applier gets: those at the probe's positions (Llama's freqs_cis[start:end]),
     # a table longer than the sequence that the applier cuts to it (XCS224N's rope_cache[:T];
     # row t is the t-th token's position's: the whole table for positions 0 .. n-1), or the
@@ -1126,6 +1127,7 @@ ROPE_TABLE_CHOICES = {
 }
 #: the names the applier's parameters give the builder's tables, by layout
 TABLE_NAMES = {"complex": ("rope_table",), "stacked": ("rope_table",),
+               "angles": ("rope_table",),
                "cos-sin": ("rope_cos", "rope_sin")}
 
 

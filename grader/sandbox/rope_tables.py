@@ -19,6 +19,7 @@ import numpy as np
 
 #: the names under which the builder's tables reach the applier, by layout (registry's too)
 TABLE_NAMES = {"complex": ("rope_table",), "stacked": ("rope_table",),
+               "angles": ("rope_table",),
                "cos-sin": ("rope_cos", "rope_sin")}
 #: extra rows a table is built with beyond the last position: an applier that does not cut the
 #: table to its sequence (XCS224N's `rope_cache[:T]`) is caught
