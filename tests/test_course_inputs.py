@@ -288,3 +288,73 @@ def test_one_step_rope_takes_heads_first_and_a_row_of_positions_per_sample(
         assert report["errors"] == []
         assert [m["id"] for m in report["misconceptions"]] == named
         assert (report["score"] == report["max_score"]) == (not named)
+
+
+FROM_EMBEDDINGS = '''\
+id = "encoding-from-embeddings"
+task = "positional_encoding"
+function = "PositionalEncoding"
+signature = "PositionalEncoding(d_model, max_len=5000).forward(x)"
+
+[interface]
+kind = "class"
+parameters = ["tokens"]
+constructor = { d_model = "d_model" }
+arrays = "torch"
+dtype = "float32"
+squeeze = 1
+
+[interface.tokens]
+# the token embeddings (batch, seq_len, d_model): only their shape is read
+features = true
+dtype = "float32"
+'''
+
+SHAPE_READER = '''\
+import math
+
+import torch
+from torch import nn
+
+
+class PositionalEncoding(nn.Module):
+    def __init__(self, d_model, max_len=5000):
+        super().__init__()
+        position = torch.arange(max_len).unsqueeze(1)
+        div_term = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
+        pe = torch.zeros(1, max_len, d_model)
+        pe[0, :, 0::2] = torch.sin(position * div_term)
+        pe[0, :, 1::2] = torch.cos(position * div_term)
+        self.register_buffer("pe", pe)
+
+    def forward(self, x):
+        """x: (batch, seq_len, d_model) embeddings; the encoding for their positions."""
+        return self.pe[:, : x.size(1)]
+'''
+
+
+SWAPPED = (("pe[0, :, 0::2] = torch.sin", "pe[0, :, 0::2] = torch.cos"),
+           ("pe[0, :, 1::2] = torch.cos", "pe[0, :, 1::2] = torch.sin"))
+
+
+@pytest.mark.parametrize("changes,named", [
+    ((), []),
+    ((("torch.arange(max_len)", "torch.arange(1, max_len + 1)"),), ["pe-positions-from-one"]),
+    (SWAPPED, ["pe-sin-cos-swapped"])])
+def test_an_encoding_read_from_the_shape_of_embeddings(
+        tmp_path: Path, changes: tuple[tuple[str, str], ...], named: list[str],
+        graded: Graded) -> None:
+    """forward(x) on (batch, seq_len, d_model) embeddings, returning the encoding alone."""
+    pytest.importorskip("torch")
+    folder = _folder(tmp_path, FROM_EMBEDDINGS)
+    source = SHAPE_READER
+    for old, new in changes:
+        assert old in source
+        source = source.replace(old, new)
+    path = tmp_path / "encoding.py"
+    path.write_text(source)
+    for seed in (0, 1):
+        report = graded(path, assignment=folder, seed=seed)
+        assert report["errors"] == []
+        assert [m["id"] for m in report["misconceptions"]] == named
+        assert (report["score"] == report["max_score"]) == (not named)
