@@ -590,7 +590,7 @@ def _check_constant(value: Any, where: str, key: str, dtype: str = "float64") ->
         raise ValueError(f"{where}: {key} = {value!r} must be a string, a number, true/false "
                          "or a list of them")
     name = key.rsplit(".", 1)[-1]
-    if name == "device" and isinstance(value, str) and value != "cpu":
+    if name == "device" and value != "cpu":  # (a number is a GPU's index)
         raise ValueError(f"{where}: {key} = {value!r}: the grader runs the code on the CPU; "
                          "give device = \"cpu\"")
     if name == "dtype" and isinstance(value, str) and value != dtype:
@@ -1195,6 +1195,9 @@ def check_rope_tables(canonical: Canonical, data: dict[str, Any], known: tuple[s
     for key, value in dict(table.get("constants", {})).items():
         _check_constant(value, where, f"rope_tables.constants.{key}",
                         str(data.get("dtype", "float64")))
+        if key in dict(table.get("keywords", {})) or key in dict(table.get("constructor", {})):
+            raise ValueError(f"{where}: rope_tables.constants.{key} is also given to the "
+                             "builder by keywords or constructor; give it once")
     _check_reads_pair(table, data, canonical, where)
     return tuple((str(k), _frozen(v)) for k, v in table.items())
 

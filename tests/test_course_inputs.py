@@ -131,6 +131,11 @@ HEAD = 'id = "c"\ntask = "{task}"\nfunction = "f"\nsignature = "f(x)"\n[interfac
     ("rope", 'kind = "class"\nconstructor_constants = { device = "cuda" }',
      "constructor_constants.device = 'cuda': the grader runs the code on the CPU"),
     ("rope", 'constants = { device = "cuda:0" }', "constants.device = 'cuda:0'"),
+    ("rope", "constants = { device = 0 }", "constants.device = 0: the grader runs the code on "
+     "the CPU"),
+    ("rope", 'parameters = ["x", "rope_table"]\n[interface.rope_tables]\nbuilder = "b"\n'
+     'keywords = { device = "x" }\nconstants = { device = "cpu" }',
+     "rope_tables.constants.device is also given to the builder"),
     ("rope", 'kind = "class"\nconstructor_constants = { dtype = "float16" }',
      "dtype = 'float16': the interface's test inputs are float64; give 'float64'"),
     ("rope", 'kind = "class"\nconstructor_constants = { dtype = "float32" }',
