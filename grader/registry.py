@@ -31,7 +31,8 @@ _SOURCE_TREE = Path(__file__).resolve().parents[1] / "assignments"
 
 #: values a course's parameter can also receive: sizes derived from the probe
 DERIVED_ARGUMENTS = ("d_model", "d_k", "valid_lens", "seq_len", "zeros", "positions_range",
-                     "logits", "positions_batch", "table_length", "rope_on", "no_key_padding")
+                     "logits", "positions_batch", "table_length", "rope_on", "no_key_padding",
+                     "positions_per_batch", "tokens")
 #: the canonical arguments each derived one is worked out from (any one of them suffices; the
 #: child's ``interface._derive`` derives exactly these): a task without any of them cannot
 #: give it, and a course that asks for it is refused before anything runs
@@ -47,6 +48,13 @@ DERIVED_FROM: dict[str, tuple[str, ...]] = {
     "logits": ("output",),
     # RoPE in two steps (``rope_tables``): positions as a (1, n) batch, the rows of a table
     "positions_batch": ("theta",),
+    # RoPE's positions for every batch index of the input, (B, n) (Llama's and Hugging Face's
+    # position_ids, torchtune's input_pos): with `axes`, B is the input's first axis; without,
+    # the input's leading axes, (..., n)
+    "positions_per_batch": ("theta",),
+    # a token tensor (B, n) (or (B, n, d_model)) in place of the length n, for a mask or an
+    # encoding built from the tokens' shape (`get_subsequent_mask(seq)`, `forward(token_ids)`)
+    "tokens": ("n", "n_positions"),
     "table_length": ("theta",),
     # a model whose theta is fixed inside it: is RoPE on (the probe has a theta)?
     "rope_on": ("theta",),
@@ -80,7 +88,16 @@ INTERFACE_CHOICES = {
     "mask_shape": ("full", "shared", "broadcast"),
     "fused": ("blocks", "per-head"),
     "pairs": ("interleaved", "halves"),
+    # RoPE's input as its code takes it (as `rope_tables.axes`): as it comes, (B, h, n, d) or
+    # (B, n, h, d)
+    "axes": ("any", "bhnd", "bnhd"),
 }
+#: the keys of ``[interface.tokens]`` (the token tensor given for the length n), with what each
+#: holds, and the dtypes a token tensor may have
+TOKEN_KEYS: dict[str, Any] = {"batch": int, "dtype": str, "features": bool}
+TOKEN_DTYPES = ("int64", "int32", "float32", "float64")
+#: the most rows a token tensor is given
+MAX_TOKEN_BATCH = 8
 
 
 @dataclass(frozen=True)
@@ -334,6 +351,14 @@ class Interface:
     #: the theta the course's code fixes inside it (XCS224N's 10000): probes of another theta
     #: are left out
     theta: float | None = None
+    #: RoPE's input as the course's code takes it: as it comes ("any"), (B, h, n, d) ("bhnd")
+    #: or (B, n, h, d) ("bnhd"); for two steps ``rope_tables.axes`` says the same
+    axes: str = "any"
+    #: the token tensor given for a length n (``[interface.tokens]``): its rows (batch), dtype,
+    #: and whether it is (B, n, d_model) (features)
+    tokens: tuple[tuple[str, Any], ...] = ()
+    #: class submissions: constructor keywords with a fixed value, strings too (device = "cpu")
+    constructor_constants: tuple[tuple[str, Any], ...] = ()
     #: False: the code applies no output projection (the GPT lecture's MultiHeadAttention
     #: before `proj`): every test input's W_o is the identity, the heads concatenated graded
     output_projection: bool = True
@@ -373,7 +398,10 @@ class Interface:
                 "gradients_from": [list(p) for p in self.gradients_from],
                 "saved_outputs": [list(p) for p in self.saved_outputs],
                 "rope_tables": rope_tables_dict(self.rope_tables), "theta": self.theta,
-                "output_projection": self.output_projection, "one_head": self.one_head}
+                "output_projection": self.output_projection, "one_head": self.one_head,
+                "axes": self.axes, "tokens": dict(self.tokens),
+                "constructor_constants": [[k, list(v) if isinstance(v, tuple) else v]
+                                          for k, v in self.constructor_constants]}
 
     def receives(self, argument: str) -> bool:
         """Does the course's code get this canonical argument (positionally, by keyword or in
@@ -420,7 +448,8 @@ INTERFACE_KEYS: dict[str, Any] = {
     "factory": bool, "backward": dict, "gradients_from": dict, "saved_outputs": dict,
     "fixed": dict, "causal_square_only": bool, "equal_widths": list,
     "rope_tables": dict, "theta": (int, float), "min_ndim": int, "padding_row": int,
-    "output_projection": bool, "one_head": bool,
+    "output_projection": bool, "one_head": bool, "axes": str, "tokens": dict,
+    "constructor_constants": dict,
 }
 #: the keys of ``[interface.backward]``
 BACKWARD_KEYS: dict[str, Any] = {"method": str, "parameters": list, "gradients": str}
@@ -586,7 +615,12 @@ def _check_given_value(value: Any, known: tuple[str, ...], task: str, where: str
     """A constructor or global value: an argument's name, a number or true/false, or (in a
     constructor) a table of them, checked at every depth."""
     if isinstance(value, str):
-        _check_argument_name(value, known, task, f"{where}: {key}")
+        try:
+            _check_argument_name(value, known, task, f"{where}: {key}")
+        except ValueError as exc:
+            hint = ("; a fixed string goes in constructor_constants (rope_tables.constants for "
+                    "a table builder)")
+            raise ValueError(f"{exc}{hint}") from None
     elif isinstance(value, dict) and tables and depth < MAX_TABLE_DEPTH:
         for inner, item in value.items():
             _check_given_value(item, known, task, where, f"{key}.{inner}", tables, depth + 1)
@@ -595,12 +629,77 @@ def _check_given_value(value: Any, known: tuple[str, ...], task: str, where: str
                          + (" (or a table of them)" if tables else ""))
 
 
-def _check_constant(value: Any, where: str, key: str) -> None:
-    """A fixed keyword argument: a string, a number, true/false, or a list of them."""
+def _check_constant(value: Any, where: str, key: str, dtype: str = "float64") -> None:
+    """A fixed keyword argument: a string, a number, true/false, or a list of them; a device
+    the grader has (the CPU) and a dtype the interface's own (``dtype``)."""
     items = value if isinstance(value, list) else [value]
     if not all(isinstance(item, (str, bool, int, float)) for item in items):
         raise ValueError(f"{where}: {key} = {value!r} must be a string, a number, true/false "
                          "or a list of them")
+    name = key.rsplit(".", 1)[-1]
+    if name == "device" and value != "cpu":  # (a number is a GPU's index)
+        raise ValueError(f"{where}: {key} = {value!r}: the grader runs the code on the CPU; "
+                         "give device = \"cpu\"")
+    if name == "dtype" and isinstance(value, str) and value != dtype:
+        hint = (f" (or dtype = {value!r} under [interface], if the course computes in it)"
+                if value in INTERFACE_CHOICES["dtype"] else "")
+        raise ValueError(f"{where}: {key} = {value!r}: the interface's test inputs are {dtype}; "
+                         f"give {dtype!r}{hint}")
+
+
+def _check_tokens(canonical: Canonical, data: dict[str, Any], given: tuple[str, ...],
+                  where: str) -> tuple[tuple[str, Any], ...]:
+    """``[interface.tokens]``: the token tensor given for the length n, for code that builds
+    a mask or an encoding from its shape; () when there is none."""
+    if "tokens" not in data:
+        return ()
+    table = dict(data["tokens"])
+    _check_keys(table, TOKEN_KEYS, where, "[interface.tokens]")
+    if "tokens" not in given:
+        raise ValueError(f"{where}: [interface.tokens] describes the token tensor the code "
+                         "takes for its length: give `tokens` to a parameter")
+    if table.get("dtype", "int64") not in TOKEN_DTYPES:
+        raise ValueError(f"{where}: tokens.dtype = {table['dtype']!r}; expected one of "
+                         f"{', '.join(TOKEN_DTYPES)}")
+    if not 1 <= int(table.get("batch", 2)) <= MAX_TOKEN_BATCH:
+        raise ValueError(f"{where}: tokens.batch = {table['batch']!r}: the rows of the token "
+                         f"tensor, 1 to {MAX_TOKEN_BATCH}")
+    if table.get("features") and "d_model" not in canonical.arguments:
+        raise ValueError(f"{where}: tokens.features gives a (B, n, d_model) tensor; the "
+                         f"{canonical.task} task has no d_model")
+    return tuple((str(k), v) for k, v in table.items())
+
+
+def _check_axes(canonical: Canonical, data: dict[str, Any], where: str) -> str:
+    """``axes``: RoPE's input layout, for the task that rotates its input; the same as
+    ``rope_tables.axes`` where both are given."""
+    axes = str(data.get("axes", "any"))
+    if "axes" in data and canonical.rotary_pairs != "input":
+        takers = [c.task for c in canonical_calls().values() if c.rotary_pairs == "input"]
+        raise ValueError(f"{where}: axes is for the {', '.join(takers)} task (the layout of "
+                         "the input RoPE rotates)")
+    two_step = dict(data.get("rope_tables", {})).get("axes")
+    if "axes" in data and two_step is not None and two_step != axes:
+        raise ValueError(f"{where}: axes = {axes!r} and rope_tables.axes = {two_step!r} "
+                         "disagree; give one of them")
+    return axes
+
+
+def _constructor_constants(data: dict[str, Any], kind: str,
+                           where: str) -> tuple[tuple[str, Any], ...]:
+    """``constructor_constants``: a class's constructor keywords with a fixed value."""
+    table = dict(data.get("constructor_constants", {}))
+    if table and kind != "class":
+        raise ValueError(f"{where}: constructor_constants is for kind = \"class\" (a "
+                         "function's fixed keywords are `constants`)")
+    clash = sorted(set(table) & set(dict(data.get("constructor", {}))))
+    if clash:
+        raise ValueError(f"{where}: constructor_constants.{clash[0]} is also in constructor; "
+                         "give it once")
+    for key, value in table.items():
+        _check_constant(value, where, f"constructor_constants.{key}",
+                        str(data.get("dtype", "float64")))
+    return tuple((str(k), _frozen(v)) for k, v in table.items())
 
 
 def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
@@ -622,7 +721,11 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
             _check_given_value(value, known_args, task, where, f"{table}.{key}",
                                tables=table == "constructor")
     for key, value in dict(data.get("constants", {})).items():
-        _check_constant(value, where, f"constants.{key}")
+        _check_constant(value, where, f"constants.{key}", str(data.get("dtype", "float64")))
+    sources = (*parameters, *keywords.values(),
+               *_sources(_frozen(dict(data.get("constructor", {})))))
+    token_table = _check_tokens(canonical, data, tuple(map(str, sources)), where)
+    axes = _check_axes(canonical, data, where)
     for path, source in dict(data.get("weights", {})).items():
         unknown = [w for w in str(source).split("|") if w not in canonical.arguments]
         if unknown or not isinstance(source, str):
@@ -684,6 +787,8 @@ def _interface(task: str, data: dict[str, Any], where: str) -> Interface:
         theta=float(data["theta"]) if "theta" in data else None,
         output_projection=bool(data.get("output_projection", True)),
         one_head=bool(data.get("one_head", False)),
+        axes=axes, tokens=token_table,
+        constructor_constants=_constructor_constants(data, kind, where),
     )
 
 
@@ -1101,12 +1206,13 @@ def rubric_of(info: AssignmentInfo) -> dict[str, Any]:
 #: the keys of `[interface.rope_tables]`, with what each holds
 ROPE_TABLE_KEYS: dict[str, Any] = {
     "builder": str, "arguments": list, "keywords": dict, "constructor": dict, "layout": str,
-    "rows": str, "axes": str, "read": str, "signature": str,
+    "rows": str, "axes": str, "read": str, "signature": str, "constants": dict,
 }
 ROPE_TABLE_CHOICES = {
     # what the builder returns: one complex table (positions, d/2) as Llama's freqs_cis; one
-    # real table (positions, d/2, 2) of cos and sin as XCS224N's rope_cache; cos and sin
-    "layout": ("complex", "stacked", "cos-sin"),
+    # real table (positions, d/2, 2) of cos and sin as XCS224N's rope_cache; cos and sin;
+    # one real table of the angles (positions, d), as lucidrains' RotaryEmbedding returns
+    "layout": ("complex", "stacked", "cos-sin", "angles"),
     # the rows the applier gets: those at the probe's positions (Llama's freqs_cis[start:end]),
     # a table longer than the sequence that the applier cuts to it (XCS224N's rope_cache[:T];
     # row t is the t-th token's position's: the whole table for positions 0 .. n-1), or the
@@ -1119,6 +1225,7 @@ ROPE_TABLE_CHOICES = {
 }
 #: the names the applier's parameters give the builder's tables, by layout
 TABLE_NAMES = {"complex": ("rope_table",), "stacked": ("rope_table",),
+               "angles": ("rope_table",),
                "cos-sin": ("rope_cos", "rope_sin")}
 
 
@@ -1183,6 +1290,12 @@ def check_rope_tables(canonical: Canonical, data: dict[str, Any], known: tuple[s
     for key, value in dict(table.get("constructor", {})).items():
         _check_given_value(value, builder_known, canonical.task, where,
                            f"rope_tables.constructor.{key}", tables=True)
+    for key, value in dict(table.get("constants", {})).items():
+        _check_constant(value, where, f"rope_tables.constants.{key}",
+                        str(data.get("dtype", "float64")))
+        if key in dict(table.get("keywords", {})) or key in dict(table.get("constructor", {})):
+            raise ValueError(f"{where}: rope_tables.constants.{key} is also given to the "
+                             "builder by keywords or constructor; give it once")
     _check_reads_pair(table, data, canonical, where)
     return tuple((str(k), _frozen(v)) for k, v in table.items())
 

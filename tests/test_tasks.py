@@ -150,7 +150,7 @@ def test_a_submission_returning_an_extra_array_is_told_which_it_should_return(
     # a derived name the task cannot derive (a causal mask has no d_model): every correct
     # student got 0 with KeyError: 'd_model'
     ("causal_mask", 'parameters = ["n", "d_model"]',
-     "parameter 'd_model' is not one of n, m, seq_len (d_model is worked out from"),
+     "parameter 'd_model' is not one of n, m, seq_len, tokens (d_model is worked out from"),
     # a TOML date-time among the constants: an internal grader error after the code ran
     ("attention", "constants = { when = 1979-05-27T07:32:00Z }",
      "constants.when = datetime.datetime(1979, 5, 27"),

@@ -158,6 +158,8 @@ def course_arguments(spec, task, args):
     values["mask"] = _convert_mask(mask, spec.get("mask", "keep"), float_dtype)
     values["valid_lens"] = values["mask"] if spec.get("mask") == "lengths" else None
     _derive(values, task)
+    _token_input(values, spec)
+    leading = _rope_tables.shape_input(spec, task, values, leading, restore)
     convert = _framework(spec.get("arrays", "numpy"))
     parameters = spec.get("parameters") or task["arguments"]
     if spec.get("rope_tables"):
@@ -194,6 +196,23 @@ def _to_halves(values, task):
     for name in ("W_q", "W_k"):
         values[name] = _ascontiguous(values[name][:, columns])
     return None
+
+
+def _token_input(values, spec):
+    """A token tensor (B, n) standing for the length n (``tokens``), for code that builds a
+    mask or an encoding from its input's shape (`get_subsequent_mask(seq)`,
+    `forward(token_ids)`): ids from 1 up (0 is a padding id in many courses), or with
+    ``features`` a (B, n, d_model) tensor of nonzero values."""
+    length = values.get("n_positions", values.get("n"))
+    if length is None:
+        return
+    table = spec.get("tokens") or {}
+    batch, n = int(table.get("batch", 2)), int(length)
+    ids = 1 + (np.arange(batch * n).reshape(batch, n) * 7 + 3) % 97
+    if table.get("features"):
+        d_model = int(values["d_model"])
+        ids = 0.5 + ((ids[..., None] + np.arange(d_model)) % 13) / 13.0
+    values["tokens"] = ids.astype(table.get("dtype", "int64"))
 
 
 def _derive(values, task):
@@ -388,6 +407,7 @@ def _build_module(cls, spec, values, head=None):
     keywords = {}
     for name, source in spec.get("constructor") or ():
         keywords[name] = _constructed(source, values)
+    keywords.update({name: value for name, value in spec.get("constructor_constants") or ()})
     try:
         module = cls(**keywords)
     except TypeError as exc:
@@ -482,8 +502,7 @@ def call(target, spec, task, args, binding_problem):
     cannot bind (then an ``InterfaceError``)."""
     course_args, leading, values, convert = course_arguments(spec, task, args)
     if spec.get("rope_tables"):
-        leading = _rope_tables.prepare(target, spec, task, values, convert, leading, restore,
-                                       InterfaceError)
+        _rope_tables.prepare(target, spec, values, convert, InterfaceError)
         course_args = [convert(values[name]) for name in spec.get("parameters") or
                        task["arguments"]]
     keywords = course_keywords(spec, values, convert)

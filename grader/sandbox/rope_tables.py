@@ -19,6 +19,7 @@ import numpy as np
 
 #: the names under which the builder's tables reach the applier, by layout (registry's too)
 TABLE_NAMES = {"complex": ("rope_table",), "stacked": ("rope_table",),
+               "angles": ("rope_table",),
                "cos-sin": ("rope_cos", "rope_sin")}
 #: extra rows a table is built with beyond the last position: an applier that does not cut the
 #: table to its sequence (XCS224N's `rope_cache[:T]`) is caught
@@ -39,12 +40,33 @@ def placeholders(spec):
     return dict.fromkeys(TABLE_NAMES[spec["rope_tables"].get("layout", "complex")])
 
 
-def prepare(target, spec, task, values, convert, leading, restore, error):
-    """The tables built by the student's builder and put in ``values`` under their names, the
-    rotated input given the applier's axes; returns how to put its output back."""
-    tables = spec["rope_tables"]
+def axes_of(spec):
+    """The axes RoPE's input is given (``axes``, or ``rope_tables.axes`` for two steps)."""
+    given = spec.get("axes") or "any"
+    return given if given != "any" else (spec.get("rope_tables") or {}).get("axes", "any")
+
+
+def shape_input(spec, task, values, leading, restore):
+    """The rotated input given the axes the course's code takes, and its positions for every
+    batch index (``positions_per_batch``); returns how to put the output back."""
+    if "positions_range" not in values or not task.get("sequences"):
+        return leading
+    axes = axes_of(spec) if task.get("rotary_pairs") == "input" else "any"
     rotated = task["sequences"][0]
-    values[rotated], axes_back = _with_axes(values[rotated], tables.get("axes", "any"))
+    values[rotated], axes_back = _with_axes(values[rotated], axes)
+    shaped = values[rotated]
+    batch = shaped.shape[:1] if axes != "any" else shaped.shape[:-2]
+    positions = np.asarray(values["positions_range"])
+    values["positions_per_batch"] = np.ascontiguousarray(
+        np.broadcast_to(positions, tuple(batch) + positions.shape))
+    if axes_back is None:
+        return leading
+    return lambda array: restore(axes_back(array), leading)
+
+
+def prepare(target, spec, values, convert, error):
+    """The tables built by the student's builder and put in ``values`` under their names."""
+    tables = spec["rope_tables"]
     built = _build(_builder(target, tables["builder"], error), tables, values, convert)
     names = TABLE_NAMES[tables.get("layout", "complex")]
     parts = _named_tables(built, names, tables.get("layout", "complex"), tables["builder"],
@@ -53,9 +75,6 @@ def prepare(target, spec, task, values, convert, leading, restore, error):
     if rows is not None:
         parts = [part[convert(rows)] for part in parts]
     values.update(zip(names, parts))
-    if axes_back is None:
-        return leading
-    return lambda array: restore(axes_back(array), leading)
 
 
 def _rows(values, rows):
@@ -134,9 +153,11 @@ def _build(builder, tables, values, convert):
     constructor's and then called on them."""
     args = [_given(a, values, convert) for a in tables.get("arguments") or ()]
     keywords = {k: _given(v, values, convert) for k, v in (tables.get("keywords") or {}).items()}
+    constants = dict(tables.get("constants") or {})  # (strings too: device = "cpu")
     if not tables.get("constructor") and not isinstance(builder, type):
-        return _quietly(lambda: builder(*args, **keywords))
+        return _quietly(lambda: builder(*args, **keywords, **constants))
     made = {k: _given(v, values, convert) for k, v in (tables.get("constructor") or {}).items()}
+    made.update(constants)
     module = builder(**made)
     if hasattr(module, "eval"):
         module.eval()

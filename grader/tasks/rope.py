@@ -109,7 +109,7 @@ def _rope_fields(probe: Probe, recipe: Recipe) -> dict[str, object]:
 def unexpressible(interface: Interface, canonical: dict[str, Any],
                   parameters: tuple[str, ...]) -> str | None:
     """Given positions, where the course's code takes none."""
-    takers = ("positions", "positions_range", "positions_batch")
+    takers = ("positions", "positions_range", "positions_batch", "positions_per_batch")
     if canonical.get("positions") is not None and not any(
             interface.receives(a) or a in parameters for a in takers):
         return "the interface takes no positions"
