@@ -465,20 +465,30 @@ def _has_top_level_sum(text: str) -> bool:
     return False
 
 
-#: ``x += term``, x a name with subscripts (a tile's rows of dQ)
-_ADDED_TO = re.compile(r"^(?P<lhs>[A-Za-z_][\w.]*(?:\[[^\]]*\])*)\s*\+=\s*(?P<rhs>.+)$")
+#: ``x += term`` or ``x = term``, x a name with subscripts (a tile's rows of dQ)
+_ADDED_TO = re.compile(
+    r"^(?P<lhs>[A-Za-z_][\w.]*(?:\[[^\]]*\])*)\s*(?P<op>\+?=)\s*(?P<rhs>[^=].*)$")
+
+
+#: a term that is scaled already (a right line beside the wrong one is quoted too)
+_ALREADY_SCALED = re.compile(r"sqrt|\*\*\s*-?0?\.5|scale")
 
 
 def _scale_the_contribution(code: str, context: Context) -> str | None:
-    """``dQ_i += dS @ K_j`` -> ``dQ_i += dS @ K_j / Q.shape[-1] ** 0.5``: a tile's contribution
-    to dQ or dK, multiplied by the scale of the scores."""
+    """``dQ_i += dS @ K_j`` -> ``dQ_i += dS @ K_j / Q.shape[-1] ** 0.5`` (and ``dQ = dS @ K``
+    alike): a tile's contribution to dQ or dK, or the whole gradient, multiplied by the scale of
+    the scores. A line that adds to what it already held (``dQ = dQ + ...``) is not one."""
     divisor = _scale_of(context)
     match = _ADDED_TO.match(code)
     if context.stage not in ("dQ", "dK") or divisor is None or match is None:
         return None
     rhs = match["rhs"].strip()
+    if match["op"] == "=" and re.search(rf"(?<![\w.]){re.escape(match['lhs'])}(?![\w])", rhs):
+        return None
+    if _ALREADY_SCALED.search(rhs):
+        return None
     term = f"({rhs})" if _has_top_level_sum(rhs) else rhs
-    return f"{match['lhs']} += {term} / {divisor}"
+    return f"{match['lhs']} {match['op']} {term} / {divisor}"
 
 # --- scale -------------------------------------------------------------------------------------
 

@@ -76,6 +76,10 @@ CASES = [
      "dK[..., j0:j1, :] += np.swapaxes(dS, -1, -2) @ Qi / Q.shape[-1] ** 0.5"),
     (edits.scale_the_contribution, FLASH("dQ"), "dq += ds @ k + ds2 @ k2",
      "dq += (ds @ k + ds2 @ k2) / Q.shape[-1] ** 0.5"),
+    (edits.scale_the_contribution, FLASH("dK"), "dK = np.swapaxes(dS, -1, -2) @ Q",
+     "dK = np.swapaxes(dS, -1, -2) @ Q / Q.shape[-1] ** 0.5"),
+    (edits.scale_the_contribution, FLASH("dQ"), 'dQ = np.einsum("...ij,...jd->...id", dS, K)',
+     'dQ = np.einsum("...ij,...jd->...id", dS, K) / Q.shape[-1] ** 0.5'),
     (edits.keep_summed_axis, NUMPY, "dS = P * (dP - (P * dP).sum(axis=-1))",
      "dS = P * (dP - (P * dP).sum(axis=-1, keepdims=True))"),
     (edits.keep_summed_axis, NUMPY, "dot = np.sum(dy * y, axis=axis)",
@@ -136,6 +140,12 @@ RIGHT_ALREADY = [
     (edits.both_paths, "dX_kv", "dX_kv = dK @ W_k.T + dV @ W_v.T"),
     (edits.own_paths, "dX_q", "dX_q = dQ @ W_q.T"),
 ]
+
+
+@pytest.mark.parametrize("line", ["dQ = dS @ K / np.sqrt(d_k)", "dK = dS.T @ Q * scale",
+                                  "dQ = dQ + dS @ K", "dq += ds @ k * d ** -0.5"])
+def test_a_gradient_scaled_already_or_accumulated_is_not_scaled_again(line: str) -> None:
+    assert edits.rewrite((edits.scale_the_contribution,), line, FLASH("dQ")) is None
 
 
 @pytest.mark.parametrize(("rewrite", "stage", "line"), RIGHT_ALREADY,

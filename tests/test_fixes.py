@@ -53,7 +53,6 @@ SENTENCE_ONLY = {
     "softmax-backward-diagonal-only": "the weighted row sum must be brought in (not yet)",
     "softmax-backward-elementwise": "the Jacobian's cross terms must be brought in (not yet)",
     "softmax-backward-output-as-logits": "the second softmax is removed, often over two lines",
-    "backward-missing-scale": "the scale goes on dQ and dK, often two lines",
 }
 
 

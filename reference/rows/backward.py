@@ -200,6 +200,8 @@ ROWS: tuple[Misconception, ...] = (
         "the forward is missing from them",
         fix="Multiply dS by the forward's scale before dQ and dK: `dS = dS / np.sqrt(d_k)`.",
         stages=("dQ", "dK"),
+        rewrites=(edits.scale_the_contribution,),
+        also=("dQ", "dK"),
     ),
     Misconception(
         "backward-scale-by-dk",
