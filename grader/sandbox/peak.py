@@ -26,7 +26,6 @@ subtraction every call 14 MiB more (the libraries' code paged in again).
 import ctypes
 import json
 import os
-import resource
 import select
 import signal
 import sys
@@ -194,6 +193,8 @@ def _prepare_fork(libc, seconds):
         libc.mallopt(parameter, value)
     libc.malloc_trim(0)
     limit = int(seconds) + 1
+    import resource  # (Unix only, as fork is: the notebook's check runs on Windows too)
+
     _, hard = resource.getrlimit(resource.RLIMIT_CPU)
     if hard == resource.RLIM_INFINITY or hard > limit:
         try:
