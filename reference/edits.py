@@ -244,6 +244,55 @@ def _weight_the_sum(code: str, context: Context) -> str | None:
     return f"{code[:match.start()]}({probabilities} * {summed}).sum({code[match.end():]}"
 
 
+#: ``x = a * b`` or ``return a * b``, a and b plain operands
+_PRODUCT_OF_TWO = re.compile(
+    rf"^(?P<head>(?:[^=]*[^=!<>+\-*/]=|return)\s*)(?P<a>{_ATOM})\s*\*\s*(?P<b>{_ATOM})\s*$")
+#: ``x = g * p * (1 - p)`` or ``return g * p * (1 - p)``: the diagonal of the Jacobian
+_DIAGONAL_TIMES = re.compile(
+    rf"^(?P<head>(?:[^=]*[^=!<>+\-*/]=|return)\s*)(?P<g>{_ATOM})\s*\*\s*(?P<p>{_ATOM})\s*\*\s*"
+    r"\(\s*1(?:\.0?)?\s*-\s*(?P=p)\s*\)\s*$")
+
+
+def _gradient_first(a: str, b: str) -> tuple[str, str] | None:
+    """(the upstream gradient, the probabilities) of a product of the two, told by the
+    gradient's name (``dP``, ``d_out``, ``grad_y``); None when the names do not tell."""
+    def is_gradient(name: str) -> bool:
+        bare = name.split(".")[-1].split("[")[0].lower()
+        return bare.startswith(("d", "grad", "g_")) or bare in ("g", "delta")
+
+    if is_gradient(a) != is_gradient(b):
+        return (a, b) if is_gradient(a) else (b, a)
+    return None
+
+
+def _softmax_vjp(head: str, gradient: str, probabilities: str, context: Context) -> str:
+    weighted = context.row_sum(f"({probabilities} * {gradient})")
+    return f"{head}{probabilities} * ({gradient} - {weighted})"
+
+
+def _full_jacobian_of_product(code: str, context: Context) -> str | None:
+    """``dS = P * dP`` -> ``dS = P * (dP - (P * dP).sum(axis=-1, keepdims=True))``: the
+    softmax's Jacobian-vector product with the weighted row sum it leaves out."""
+    if context.stage not in ("dS", "output"):
+        return None
+    match = _PRODUCT_OF_TWO.match(code)
+    roles = match and _gradient_first(match["a"], match["b"])
+    if not match or not roles:
+        return None
+    return _softmax_vjp(match["head"], *roles, context)
+
+
+def _full_jacobian_of_diagonal(code: str, context: Context) -> str | None:
+    """``dS = dP * P * (1 - P)`` -> ``dS = P * (dP - (P * dP).sum(axis=-1, keepdims=True))``:
+    the whole Jacobian, not its diagonal alone."""
+    if context.stage not in ("dS", "output"):
+        return None
+    match = _DIAGONAL_TIMES.match(code)
+    if not match:
+        return None
+    return _softmax_vjp(match["head"], match["g"], match["p"], context)
+
+
 # --- the multi-head backward's projections -------------------------------------------------------
 
 #: ``dW = A.T @ B`` (``np.matmul(A.T, B)``), A and B operands with calls and subscripts
@@ -1196,6 +1245,8 @@ both_paths = _code_only(_both_paths)
 own_paths = _code_only(_own_paths)
 recompute_from_scaled = _code_only(_recompute_from_scaled)
 scale_the_contribution = _code_only(_scale_the_contribution)
+full_jacobian_of_product = _code_only(_full_jacobian_of_product)
+full_jacobian_of_diagonal = _code_only(_full_jacobian_of_diagonal)
 flip_scale = _code_only(_flip_scale)
 divide_by_head_width = _code_only(_divide_by_head_width)
 add_scale = _code_only(_add_scale)

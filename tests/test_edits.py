@@ -76,6 +76,15 @@ CASES = [
      "dK[..., j0:j1, :] += np.swapaxes(dS, -1, -2) @ Qi / Q.shape[-1] ** 0.5"),
     (edits.scale_the_contribution, FLASH("dQ"), "dq += ds @ k + ds2 @ k2",
      "dq += (ds @ k + ds2 @ k2) / Q.shape[-1] ** 0.5"),
+    (edits.full_jacobian_of_product, FLASH("dS"), "dS = P * dP",
+     "dS = P * (dP - (P * dP).sum(axis=-1, keepdims=True))"),
+    (edits.full_jacobian_of_product, FLASH("dS"), "ds = d_p * probs",
+     "ds = probs * (d_p - (probs * d_p).sum(axis=-1, keepdims=True))"),
+    (edits.full_jacobian_of_diagonal, FLASH("dS"), "dS = dP * P * (1 - P)",
+     "dS = P * (dP - (P * dP).sum(axis=-1, keepdims=True))"),
+    (edits.full_jacobian_of_diagonal, edits.Context(False, "dS", "torch", {}),
+     "return dLdA * self.A * (1 - self.A)",
+     "return self.A * (dLdA - (self.A * dLdA).sum(dim=-1, keepdim=True))"),
     (edits.scale_the_contribution, FLASH("dK"), "dK = np.swapaxes(dS, -1, -2) @ Q",
      "dK = np.swapaxes(dS, -1, -2) @ Q / Q.shape[-1] ** 0.5"),
     (edits.scale_the_contribution, FLASH("dQ"), 'dQ = np.einsum("...ij,...jd->...id", dS, K)',
@@ -140,6 +149,13 @@ RIGHT_ALREADY = [
     (edits.both_paths, "dX_kv", "dX_kv = dK @ W_k.T + dV @ W_v.T"),
     (edits.own_paths, "dX_q", "dX_q = dQ @ W_q.T"),
 ]
+
+
+@pytest.mark.parametrize("line", ["dS = P * Q", "dS = dP * dQ", "dS += P * dP",
+                                  "dS = P * (dP - rows)", "dS = dP * P * (1 - Q)"])
+def test_a_product_whose_roles_the_names_do_not_tell_is_left_alone(line: str) -> None:
+    assert edits.rewrite((edits.full_jacobian_of_product, edits.full_jacobian_of_diagonal), line,
+                         FLASH("dS")) is None
 
 
 @pytest.mark.parametrize("line", ["dQ = dS @ K / np.sqrt(d_k)", "dK = dS.T @ Q * scale",

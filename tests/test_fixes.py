@@ -50,8 +50,6 @@ SENTENCE_ONLY = {
     "backward-missing-d": "D is computed before the loops, under a name of the student's own",
     # the backward pass: not written yet; each is one line in the fixtures, but the line's
     # shapes (a product, a sum, a scale) are many and the rewrites are left to do
-    "softmax-backward-diagonal-only": "the weighted row sum must be brought in (not yet)",
-    "softmax-backward-elementwise": "the Jacobian's cross terms must be brought in (not yet)",
     "softmax-backward-output-as-logits": "the second softmax is removed, often over two lines",
 }
 

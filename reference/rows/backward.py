@@ -72,6 +72,7 @@ ROWS: tuple[Misconception, ...] = (
         fix="Subtract the weighted row sum: `dx = y * (dy - (y * dy).sum(axis=axis, "
             "keepdims=True))`.",
         stages=("dS",),
+        rewrites=(edits.full_jacobian_of_product,),
     ),
     Misconception(
         "softmax-backward-elementwise",
@@ -87,6 +88,7 @@ ROWS: tuple[Misconception, ...] = (
         fix="Use the softmax's vector-Jacobian product: `dx = y * (dy - (y * dy).sum(axis=axis, "
             "keepdims=True))`.",
         stages=("dS",),
+        rewrites=(edits.full_jacobian_of_diagonal,),
     ),
     Misconception(
         "softmax-backward-unweighted-sum",
