@@ -92,8 +92,10 @@ def verdict(measurement: Measurement) -> tuple[bool, bool, str]:
             return False, True, (f"not measured: {', '.join(frameworks)} allocates outside what "
                                  f"Python traces, and {why}; scored as passed.")
         if growth > BOUND_BYTES:
-            return True, False, _materialises(f"the process's resident memory grew by "
-                                              f"{_mib(growth)} at its peak during the call")
+            # (no number: a resident set's growth varies a little from one process to the next,
+            # and the report must read the same in the sandbox and in the notebook)
+            return True, False, _materialises(f"the process's resident memory grew by more "
+                                              f"than {_mib(BOUND_BYTES)} during the call")
         return True, True, PASSED
     return True, True, PASSED
 
