@@ -38,8 +38,8 @@ UNTRACED_FRAMEWORKS = ("torch", "jax", "tensorflow")
 #: the measured call's own time limit where none is given (SPEC: 10 s)
 SECONDS = 10.0
 #: the fork's limit is CPU time (RLIMIT_CPU), so that a loaded machine decides nothing; the
-#: wall clock, this many times as long, only stops a fork that sleeps or waits (as the
-#: sandbox's ``session.WALL_FACTOR``)
+#: wall clock, this many times as long, only stops a fork that sleeps or waits (the sandbox's
+#: run and notebook cells use the same factor)
 WALL_FACTOR = 4.0
 #: the fork's allocator: blocks from this size mapped apart and unmapped when freed, the heap
 #: trimmed above it (glibc's mallopt parameters M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, M_TOP_PAD)

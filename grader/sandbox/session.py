@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 from grader.config import DEFAULT_LIMITS, Limits
 from grader.model import CallOutcome, GraderError, Probe, RunInfo, Submission, TracedValue
-from grader.sandbox import forkserver, wire
+from grader.sandbox import forkserver, peak, wire
 from grader.sandbox.child import Child
 from grader.sandbox.processes import (
     become_subreaper,
@@ -206,8 +206,9 @@ MALFORMED = (wire.ProtocolError, ValueError, TypeError, KeyError, AttributeError
              OverflowError, MemoryError, RecursionError)
 
 #: how much longer than its CPU budget a wait may last on the wall clock: the backstop for code
-#: that sleeps or waits, generous so that a loaded machine never decides a verdict
-WALL_FACTOR = 4.0
+#: that sleeps or waits, generous so that a loaded machine never decides a verdict (one value
+#: for the run, a notebook cell and the tiling call's fork: ``peak.WALL_FACTOR``)
+WALL_FACTOR = peak.WALL_FACTOR
 #: how often a slow wait looks at the CPU time the run has used (at first, and at least)
 CPU_POLL_SECONDS = 0.2
 MIN_POLL_SECONDS = 0.01

@@ -48,8 +48,8 @@ KEPT_OUTPUT_BYTES = 64 * 1024
 #: a traced rerun shares the call's deadline: code this slow on a small test input is not traced
 TRACE_ONLY_BELOW_SECONDS = 0.25
 STUDENT_FILE_MARK = "submission"
-#: a notebook cell may wait this many times its CPU budget on the wall clock
-CELL_WALL_FACTOR = 4
+#: a notebook cell may wait this many times its CPU budget on the wall clock (as a run may)
+CELL_WALL_FACTOR = peak.WALL_FACTOR
 _student_files = {"<submission>"}
 _run_limits: dict = {}  # this run's limits, to name the one an error comes from
 _write = os.write
