@@ -143,13 +143,13 @@ def sixteen_key_tiles(make: Maker) -> list[Probe]:
 
 def _course_inputs(make: Maker) -> dict[str, tuple[object, ...]]:
     """The arguments of each stand-in sized for 16 x 16 tiles, by the probe it stands in for:
-    as many tiles of 16 (at most three) as the probe holds of its own sizes, with a shorter
-    last tile where it has one; a causal probe square (a course's causal flag may be defined
-    for as many keys as queries only). Made in this order, after every other probe."""
+    several tiles of 16 (at most three) where the probe holds several of its own sizes, with a
+    shorter last tile where it has one; a causal probe square (a course's causal flag may be
+    defined for as many keys as queries only). Made in this order, after every other probe."""
     g = make.grid
     b = COURSE_BLOCK
     far_q, far_k, far_v = far_below(make, b, 3 * b)
-    mixed_q, mixed_k, mixed_v = far_below(make, 40, 44, rows=[1, 3, 18, 33])
+    mixed_q, mixed_k, mixed_v = far_below(make, 40, 3 * b, rows=[1, 3, 18, 33])
     pattern = [LARGE_LOGIT, 0.0, LARGE_LOGIT + 0.5, 0.0, -3.0]
     big_q, big_k = large_logits(make, 40, 42, [pattern[i % 5] for i in range(40)])
     return {
