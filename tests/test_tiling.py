@@ -114,11 +114,34 @@ def test_torch_code_is_measured_tiled_passes_untiled_loses_only_the_check(
     check = _tiling(tiled)
     # (a call slower than the check's own limit on a busy machine is "not decided", passed)
     assert check["passed"] and "not measured" not in check["message"]
+    # (the course's code tiles by 16 whatever it is asked: the report says what ran)
+    assert "the course's fixed 16 x 16 tiles" in check["message"]
+    assert tiling.ASKED not in check["message"]
     untiled = graded(_cs336(preset, 1))
     check = _tiling(untiled)
     assert not check["passed"] and "resident memory grew by" in check["message"]
+    assert "the course's fixed 16 x 16 tiles" in check["message"]
     assert untiled["misconceptions"] == []
     assert [c["id"] for c in untiled["checks"] if not c["passed"]] == [tiling.CHECK_ID]
+
+
+def test_the_check_says_the_tiles_the_measured_call_ran_with() -> None:
+    """The measured call asks for 128 x 128 tiles; a course whose code fixes its tile sizes
+    runs its own, and code that takes no tile sizes chooses its own: the message says which."""
+    import dataclasses
+
+    for name in TILED:
+        assert tiling.tiles_run(get(name)) == "128 x 128 tiles" == tiling.ASKED
+    for preset in CS336:
+        assert tiling.tiles_run(get(preset)) == "the course's fixed 16 x 16 tiles"
+        course = get(preset)
+        chooses = dataclasses.replace(course, info=dataclasses.replace(
+            course.info, interface=dataclasses.replace(course.interface, fixed=())))
+        assert tiling.tiles_run(chooses) == "the tiles the code chooses itself"
+    fixed = "the course's fixed 16 x 16 tiles"
+    assert fixed in tiling.verdict({"traced_peak": 1 << 10}, fixed)[2]
+    measured, passed, message = tiling.verdict({"traced_peak": 64 << 20}, fixed)
+    assert (measured, passed) == (True, False) and fixed in message and "128" not in message
 
 
 def _allocates(size: int) -> Any:
