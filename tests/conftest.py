@@ -70,14 +70,16 @@ def _beyond_the_sample(item: pytest.Item) -> bool:
     """Is the test one fixture's case of a test run over many, on a fixture outside the sample
     or at a seed other than 0?"""
     params = getattr(getattr(item, "callspec", None), "params", {})
-    fixtures = [_fixture_path(value) for value in params.values()]
+    fixtures = [_fixture_path(value) for value in params.values()
+                if isinstance(value, (str, Path))]
     fixtures = [path for path in fixtures if path is not None]
     if not fixtures:
         return False
     return params.get("seed", 0) != 0 or any(path not in fast_sample() for path in fixtures)
 
 
-def _fixture_path(value: object) -> Path | None:
+@functools.cache
+def _fixture_path(value: str | Path) -> Path | None:
     """``value`` as a fixture's path (a Path, or a name relative to tests/submissions)."""
     if isinstance(value, str) and value.endswith(".py"):
         value = SUBMISSIONS / value

@@ -78,8 +78,8 @@ def _slow_only_when_long(Q: Any, K: Any, V: Any, causal: bool = False, block_q: 
 def test_the_measured_call_has_its_own_time_limit_apart_from_the_probes() -> None:
     _slow_only_when_long.__name__ = "flash_attention_forward"
     spec = get("flash_attention_forward")
-    why = measure_tiling(_slow_only_when_long, spec, 0, seconds=0.5)
-    assert why == "the call did not return within 0.5 s"
+    why = measure_tiling(_slow_only_when_long, spec, 0, seconds=0.25)
+    assert why == "the call did not return within 0.25 s"
     assert tiling.verdict(why)[:2] == (False, True)
 
 
@@ -199,8 +199,8 @@ def test_a_fork_that_raises_hangs_or_imports_is_not_measured() -> None:
 
     with pytest.raises(peak.CallFailed, match="raised ValueError"):
         peak.measure_forked(raises, ["torch"])
-    with pytest.raises(peak.CallFailed, match="did not return within 0.5 s") as failed:
-        peak.measure_forked(lambda: time.sleep(30), ["torch"], seconds=0.5)
+    with pytest.raises(peak.CallFailed, match="did not return within 0.25 s") as failed:
+        peak.measure_forked(lambda: time.sleep(30), ["torch"], seconds=0.25)
     assert failed.value.kind == "timeout"
 
     def imports() -> None:
