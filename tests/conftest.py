@@ -13,10 +13,12 @@ import copy
 import functools
 import importlib.util
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
 from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +193,51 @@ def grade_trusted(path: Path, assignment: str, seed: int = 0,
 
 #: reports graded this session, by (fixture, assignment, seed, mode)
 _GRADED: dict[tuple[Path, str, int, str], dict[str, Any]] = {}
+#: reports being graded ahead by worker processes (``pytest_collection_finish``), same keys
+_AHEAD: dict[tuple[Path, str, int, str], Future[dict[str, Any]]] = {}
+#: fewer fixture gradings than this are made here, one by one, as tests ask
+GRADE_AHEAD_FROM = 40
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Grade ahead, in as many worker processes as this machine has cores, the fixtures that
+    the selected tests read through ``graded`` in-process, in the order the tests will ask:
+    the tests then find most reports ready, and the cores are used while this process runs
+    tests that wait on a sandbox. A worker grades exactly as this process would
+    (``grade_trusted``); the reports are the same (``test_feedback.py`` compares them with the
+    sandbox's)."""
+    if session.config.getoption("fixture_grading") != "inprocess":
+        return
+    wanted = dict.fromkeys(key for item in session.items for key in _reads(item))
+    if len(wanted) < GRADE_AHEAD_FROM:
+        return
+    pool = ProcessPoolExecutor(max_workers=os.cpu_count() or 1,
+                               mp_context=multiprocessing.get_context("spawn"))
+    for key in wanted:
+        path, assignment, seed, mode = key
+        _AHEAD[key] = pool.submit(grade_trusted, path, assignment, seed, mode)
+    session.config.add_cleanup(lambda: pool.shutdown(wait=True, cancel_futures=True))
+
+
+def _reads(item: pytest.Item) -> list[tuple[Path, str, int, str]]:
+    """The in-process gradings a test case asks ``graded`` for that a worker can make: its
+    fixture parameters on its seed, each fixture gradable here and graded in-process."""
+    if "graded" not in getattr(item, "fixturenames", ()):
+        return []
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    seed = params.get("seed", 0)
+    paths = [_fixture_path(v) for v in params.values() if isinstance(v, (str, Path))]
+    return [(path, path.parent.name, seed, "inprocess") for path in paths
+            if path is not None and _gradable_in_process(path)]
+
+
+def _gradable_in_process(path: Path) -> bool:
+    """A fixture of a shipped assignment (its folder's name), gradable here, in-process."""
+    from grader import registry
+
+    error = declared_error(path)
+    return (path.parent.name in registry.ids() and path.read_text().startswith("# expect:")
+            and gradable(path) and (error is None or error in IN_PROCESS_ERRORS))
 
 
 def graded_as(path: Path, assignment: str | None = None, seed: int = 0, *,
@@ -202,7 +249,9 @@ def graded_as(path: Path, assignment: str | None = None, seed: int = 0, *,
     needs_framework(assignment, path)
     key = (path.resolve(), assignment, seed, mode)
     if key not in _GRADED:
-        _GRADED[key] = grade_trusted(path, assignment, seed, mode)
+        ahead = _AHEAD.pop(key, None)
+        _GRADED[key] = ahead.result() if ahead is not None else grade_trusted(
+            path, assignment, seed, mode)
     return copy.deepcopy(_GRADED[key])
 
 
