@@ -40,6 +40,7 @@ from grader.model import (
     line_words,
 )
 from reference import catalogue, edits
+from reference.stages import TileStates
 
 #: scores at or below this are "blocked" whatever the fill value (-inf, -1e9, finfo.min)
 BLOCKED_BELOW = -1e4
@@ -615,18 +616,22 @@ def _first_place(assignment: Assignment, probe: Probe, traced: Sequence[TracedVa
     correct = stages_of(assignment, without, probe)
     inputs = {f"the input {name}": np.asarray(a, dtype=np.float64)
               for name, a in zip(assignment.arg_names, probe.args) if isinstance(a, np.ndarray)}
-    correct_path = {**correct, **inputs}
-    unused = _unused_value(traced, mistaken, correct, inputs)
+    unused = _unused_value(traced, _whole(mistaken), _whole(correct), inputs)
     if unused is not None:
         return unused
-    right_forms = [form for other in correct_path.values() for form in _mask_forms(other)]
     for stage in allowed:  # the row's order: where the mistake is best pointed at first
         value = mistaken.get(stage)
         if value is None or (stage in correct and _same(value, correct[stage])):
             continue
+        # (running state is told from the right run's running state; a value of the whole
+        # computation, from its other whole values: L = m is the lse's line, not the max's)
+        running = isinstance(value, TileStates)
+        correct_path = {**(correct if running else _whole(correct)), **inputs}
+        right_forms = [form for other in correct_path.values() for form in _mask_forms(other)]
         # a skipped step (no scaling, no mask, no W_o) leaves a value the correct path has
         # too, at an earlier stage: the line that computes it is the one the step belongs after
-        used = next((name for name, other in correct_path.items() if _same(value, other)), None)
+        used = None if running else next(
+            (name for name, other in correct_path.items() if _same(value, other)), None)
         # (a mask's other forms only where no form of a right value is the same array)
         others = _mask_forms(value)[1:] if used is None else ()
         hits = [(t.depth if used or at_call else 0, order, t) for order, t in enumerate(traced)
@@ -640,6 +645,11 @@ def _first_place(assignment: Assignment, probe: Probe, traced: Sequence[TracedVa
             return Place(best.cell, best.line, stage, used,
                          writers=_writers(traced, best, value, correct.get(stage)))
     return None
+
+
+def _whole(stages: Mapping[str, Array]) -> dict[str, Array]:
+    """The stages that are values of the whole computation (not running state)."""
+    return {name: value for name, value in stages.items() if not isinstance(value, TileStates)}
 
 
 def _mask_forms(value: Array) -> tuple[Array, ...]:
@@ -699,8 +709,69 @@ def _unused_value(traced: Sequence[TracedValue], mistaken: Mapping[str, Array],
 
 def same(computed: Array, stage: Array) -> bool:
     """Is ``computed`` the stage's value, one head's slice of it, or one row of it (code that
-    loops over heads or rows, or has one module per head, computes them one at a time)?"""
+    loops over heads or rows, or has one module per head, computes them one at a time)? For
+    running state (``TileStates``): its value after one key tile, or a query tile's rows of it."""
+    if isinstance(stage, TileStates):
+        if isinstance(computed, TileStates):  # two runs' whole state
+            return computed.shape == stage.shape and _close(np.asarray(computed),
+                                                            np.asarray(stage))
+        return _one_tiles_state(computed, stage)
     return any(_close(computed, target) for target in _targets(stage, computed.shape))
+
+
+def _one_tiles_state(computed: Array, stage: TileStates) -> bool:
+    """Does ``computed`` hold the running state after one key tile: for every query row (the
+    whole ``(..., n, f)``; or, code with key tiles outside that updates it query tile by query
+    tile in place, the first query tiles' rows after key tile t and the rest after t - 1), or
+    for one query tile's rows (query tiles outside: rows ``i0 .. i0 + r``, the tile starting
+    at a multiple of its length r, or the last one ending at n)?"""
+    states = np.asarray(stage)
+    tiles, width, n = states.shape[0], states.shape[-1], states.shape[-2]
+    lead = states.shape[1:-2]
+    value = np.asarray(computed)
+    if width == 1 and value.shape[-1:] != (1,):
+        value = value[..., None]
+    while value.ndim > len(lead) + 2 and value.shape[0] == 1:
+        value = value[0]
+    if value.ndim < 2 or value.shape[-1] != width or value.shape[-2] > n or value.size < 2:
+        return False
+    rows = value.shape[-2]
+    if value.shape[:-2] == lead:  # every leading slice at once: all must agree
+        states, value = states.reshape(tiles, 1, -1, n, width), value.reshape(1, 1, -1, rows, width)
+    elif value.ndim == 2:  # one leading slice (a batch, a head) at a time: any may
+        states, value = states.reshape(tiles, -1, 1, n, width), value.reshape(1, 1, 1, rows, width)
+    else:
+        return False
+    starts = {n - rows, *range(0, n - rows + 1, rows)}
+    for start in sorted(starts):
+        window = states[..., start:start + rows, :]
+        agree = _rows_close(value, window).all(axis=2)  # (tiles, alternatives, rows)
+        if agree.all(axis=-1).any():
+            return True
+        if rows == n and tiles > 1 and _updated_in_place(agree):
+            return True
+    return False
+
+
+def _rows_close(value: Array, states: Array) -> Array:
+    """Row by row (the last axis compared whole), ``value`` against each of ``states``, as
+    ``_close`` compares (blocked scores are -inf whatever their fill)."""
+    value = np.where(value <= BLOCKED_BELOW, -np.inf, value)
+    states = np.where(states <= BLOCKED_BELOW, -np.inf, states)
+    finite = np.abs(states[np.isfinite(states)])
+    scale = float(finite.max()) if finite.size else 1.0
+    with np.errstate(invalid="ignore"):
+        close = np.isclose(value, states, rtol=1e-5, atol=1e-7 * max(scale, 1.0),
+                           equal_nan=True)
+    return close.all(axis=-1)
+
+
+def _updated_in_place(agree: Array) -> bool:
+    """Rows 0 .. c - 1 agree with tile t's state and rows c .. n - 1 with tile t - 1's, for
+    some tile t and row c, within one alternative (``agree``: (tiles, alternatives, rows))."""
+    before = np.logical_and.accumulate(agree[1:], axis=-1)[..., :-1]
+    after = np.logical_and.accumulate(agree[:-1][..., ::-1], axis=-1)[..., ::-1][..., 1:]
+    return bool((before & after).any())
 
 
 def _same(computed: Array, stage: Array) -> bool:

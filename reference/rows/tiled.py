@@ -36,7 +36,7 @@ ROWS: tuple[Misconception, ...] = (
         "exp(m_old - m_new)",
         fix="Multiply the accumulator by `alpha = np.exp(m_old - m_new)` (per row) before "
             "adding `p @ V_tile`, as you do for l.",
-        stages=("output",),
+        stages=("accumulator", "output"),
     ),
     Misconception(
         "online-rescale-inverted",
@@ -53,7 +53,7 @@ ROWS: tuple[Misconception, ...] = (
         "exp(m_new - m_old) (at least 1) instead of exp(m_old - m_new) (at most 1)",
         fix="Rescale with `np.exp(m_old - m_new)` (m_new >= m_old, so the factor is at most 1), "
             "not its inverse.",
-        stages=("output",),
+        stages=("acc_factor", "accumulator", "output"),
     ),
     Misconception(
         "online-sum-not-rescaled",
@@ -67,7 +67,7 @@ ROWS: tuple[Misconception, ...] = (
         "when a later key tile raises the running max (tiles of {block_k} keys), your running "
         "sum l keeps the earlier tiles' sums unscaled, so the denominator is too large",
         fix="Update the running sum as `l = np.exp(m_old - m_new) * l + p.sum(axis=-1)`.",
-        stages=("output", "lse"),
+        stages=("running_sum", "output", "lse"),
     ),
     Misconception(
         "tile-local-softmax",
