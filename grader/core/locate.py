@@ -125,13 +125,41 @@ def _on_a_traced_call(assignment: Assignment, probes: Sequence[Probe],
     own = catalogue.own_choices(misconception_id, recipe)
     without = {knob: choice for knob, choice in recipe.items() if knob not in own}
     at_call = catalogue.BY_ID[misconception_id].at_call
+    running = _running_lines(assignment, probes, outcomes, recipe)
     for probe, outcome in zip(probes, outcomes):
         if probe.traced and outcome.traced:
             place = _first_place(assignment, probe, outcome.traced, recipe, without, stages,
-                                 at_call)
+                                 at_call, running)
             if place is not None:
                 return place
     return None
+
+
+def _running_lines(assignment: Assignment, probes: Sequence[Probe],
+                   outcomes: Sequence[CallOutcome], recipe: Mapping[str, str]
+                   ) -> frozenset[tuple[int | None, int]]:
+    """The lines that update running state (``TileStates``): a value they computed, on some
+    traced call, is the state after a key tile that the last tile still changes (not a
+    constant: a tile's zeros say nothing). Their value after the last tile is not the line a
+    whole output is quoted at (L = m is the lse's line, not the running max's)."""
+    lines: set[tuple[int | None, int]] = set()
+    for probe, outcome in zip(probes, outcomes):
+        if not (probe.traced and outcome.traced):
+            continue
+        states = [_unfinished(value) for value in stages_of(assignment, recipe, probe).values()
+                  if isinstance(value, TileStates)]
+        states = [value for value in states if len(value)]
+        lines.update((t.cell, t.line) for t in outcome.traced if not t.changes_input
+                     and (t.cell, t.line) not in lines and np.unique(t.array).size > 1
+                     and any(same(t.array, s) for s in states))
+    return frozenset(lines)
+
+
+def _unfinished(states: TileStates) -> TileStates:
+    """The states after the key tiles whose state the later tiles still change."""
+    final = np.asarray(states[-1])
+    changed = [i for i in range(len(states) - 1) if not _close(np.asarray(states[i]), final)]
+    return np.asarray(states)[changed].view(TileStates)
 
 
 def _first_input_change(probes: Sequence[Probe], outcomes: Sequence[CallOutcome]
@@ -387,8 +415,10 @@ def _quoted(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[
     quoted = quote(place.cell, place.line, computes, sources)
     if quoted is None:
         return None
+    held = held_names(assignment, probes, outcomes, recipe, sources, place) \
+        if catalogue.BY_ID[misconception_id].rewrites else {}
     first = with_literal_fix(quoted, assignment, misconception_id, place.stage, sources,
-                             alone=False)
+                             alone=False, held=held)
     if first.fixed is None:
         return first
     others = []
@@ -402,8 +432,66 @@ def _quoted(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[
             if line.fixed is not None:
                 others.append(line)
     if not others:  # the first line's fix must then do the whole job by itself
-        return with_literal_fix(quoted, assignment, misconception_id, place.stage, sources)
+        return with_literal_fix(quoted, assignment, misconception_id, place.stage, sources,
+                                held=held)
     return dataclasses.replace(first, also=tuple(others))
+
+
+#: the running quantities a literal fix may name (``edits.Context.held``), and how each is
+#: broadcast against the accumulator (``..._column``)
+HELD = ("rescale", "running_max", "running_sum")
+
+
+def held_names(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
+               recipe: Mapping[str, str], sources: Sequence[str], place: Place
+               ) -> dict[str, str]:
+    """The code's own names of the running quantities (``HELD``) as they are held when the
+    quoted line first runs: on a traced call, the last value before it that is one key tile's
+    running state (as the code computes it: ``recipe``), named by the line that made it. A
+    quantity kept with a last axis of one is told as such. Empty where no running state is
+    recorded, or the line never ran."""
+    for probe, outcome in zip(probes, outcomes):
+        if not (probe.traced and outcome.traced):
+            continue
+        traced = outcome.traced
+        first = next((i for i, t in enumerate(traced)
+                      if (t.cell, t.line) == (place.cell, place.line)), None)
+        stages = stages_of(assignment, recipe, probe)
+        if first is None or not any(isinstance(stages.get(s), TileStates) for s in HELD):
+            continue
+        found: dict[str, str] = {}
+        for stage in HELD:
+            value = stages.get(stage)
+            holder = next((t for t in reversed(traced[:first]) if not t.changes_input
+                           and isinstance(value, TileStates) and _same(t.array, value)), None)
+            name = _assigned_name(holder.cell, holder.line, sources) if holder else None
+            if holder is None or name is None:
+                continue
+            kept = holder.array.shape[-1:] == (1,)
+            found[stage] = f"{name}[..., 0]" if kept else name
+            found[f"{stage}_column"] = name if kept else f"{name}[..., None]"
+        return found
+    return {}
+
+
+def _assigned_name(cell: int | None, line: int, sources: Sequence[str]) -> str | None:
+    """The variable a one-line assignment on that line binds or writes into (``x = ...``,
+    ``x[...] = ...``, ``x += ...``), or None (no such statement, or several targets)."""
+    tree = _parsed(sources[(cell or 1) - 1] if sources else "")
+    if tree is None:
+        return None
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) \
+                and node.lineno == line == node.end_lineno:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if len(targets) != 1:
+                return None
+            target = targets[0]
+            while isinstance(target, ast.Subscript):
+                target = target.value
+            names.add(target.id if isinstance(target, ast.Name) else None)
+    return names.pop() if len(names) == 1 else None
 
 
 #: a frame of a student traceback (``grader/sandbox/worker.py``): the file, or a notebook's
@@ -611,7 +699,8 @@ def stages_of(assignment: Assignment, recipe: Mapping[str, str], probe: Probe) -
 
 def _first_place(assignment: Assignment, probe: Probe, traced: Sequence[TracedValue],
                  recipe: Mapping[str, str], without: Mapping[str, str],
-                 allowed: Sequence[str], at_call: bool = False) -> Place | None:
+                 allowed: Sequence[str], at_call: bool = False,
+                 running: frozenset[tuple[int | None, int]] = frozenset()) -> Place | None:
     mistaken = stages_of(assignment, recipe, probe)
     correct = stages_of(assignment, without, probe)
     inputs = {f"the input {name}": np.asarray(a, dtype=np.float64)
@@ -625,17 +714,18 @@ def _first_place(assignment: Assignment, probe: Probe, traced: Sequence[TracedVa
             continue
         # (running state is told from the right run's running state; a value of the whole
         # computation, from its other whole values: L = m is the lse's line, not the max's)
-        running = isinstance(value, TileStates)
-        correct_path = {**(correct if running else _whole(correct)), **inputs}
+        running_state = isinstance(value, TileStates)
+        correct_path = {**(correct if running_state else _whole(correct)), **inputs}
         right_forms = [form for other in correct_path.values() for form in _mask_forms(other)]
         # a skipped step (no scaling, no mask, no W_o) leaves a value the correct path has
         # too, at an earlier stage: the line that computes it is the one the step belongs after
-        used = None if running else next(
+        used = None if running_state else next(
             (name for name, other in correct_path.items() if _same(value, other)), None)
         # (a mask's other forms only where no form of a right value is the same array)
         others = _mask_forms(value)[1:] if used is None else ()
         hits = [(t.depth if used or at_call else 0, order, t) for order, t in enumerate(traced)
-                if not t.changes_input and (
+                if not t.changes_input and (running_state or (t.cell, t.line) not in running)
+                and (
                     (_same(t.array, value)
                      and (used or not any(_same(t.array, o) for o in correct_path.values())))
                     or (any(_same(t.array, form) for form in others)
@@ -847,10 +937,12 @@ def quote(cell: int | None, line: int, computes: str, sources: Sequence[str]
 
 
 def with_literal_fix(quoted: SourcePlace, assignment: Assignment, misconception_id: str,
-                     stage: str, sources: Sequence[str], alone: bool = True) -> SourcePlace:
+                     stage: str, sources: Sequence[str], alone: bool = True,
+                     held: Mapping[str, str] | None = None) -> SourcePlace:
     """The quoted line with the code that undoes ``misconception_id`` on it, when one of the
     row's rewrites knows the line's shape (in SPEC's conventions only: a course's own conventions
-    word the fix differently)."""
+    word the fix differently); ``held``: the code's names of running quantities
+    (``held_names``)."""
     row = catalogue.BY_ID[misconception_id]
     own_terms = {key for key in assignment.interface.conventions() if key in row.in_conventions}
     if not row.rewrites or own_terms or len(quoted.code) >= 200 \
@@ -860,7 +952,7 @@ def with_literal_fix(quoted: SourcePlace, assignment: Assignment, misconception_
     names = student_names(assignment, sources)
     context = edits.Context(assignment.task.softmax_alone, stage,
                             edits.dialect(quoted.code, source),
-                            names)
+                            names, held or {})
     return dataclasses.replace(quoted, fixed=edits.rewrite(row.rewrites, quoted.code, context,
                                                            alone))
 

@@ -37,6 +37,7 @@ ROWS: tuple[Misconception, ...] = (
         fix="Multiply the accumulator by `alpha = np.exp(m_old - m_new)` (per row) before "
             "adding `p @ V_tile`, as you do for l.",
         stages=("accumulator", "output"),
+        rewrites=(edits.rescale_accumulator,),
     ),
     Misconception(
         "online-rescale-inverted",
@@ -54,6 +55,7 @@ ROWS: tuple[Misconception, ...] = (
         fix="Rescale with `np.exp(m_old - m_new)` (m_new >= m_old, so the factor is at most 1), "
             "not its inverse.",
         stages=("acc_factor", "accumulator", "output"),
+        rewrites=(edits.invert_rescale,),
     ),
     Misconception(
         "online-sum-not-rescaled",
@@ -68,6 +70,7 @@ ROWS: tuple[Misconception, ...] = (
         "sum l keeps the earlier tiles' sums unscaled, so the denominator is too large",
         fix="Update the running sum as `l = np.exp(m_old - m_new) * l + p.sum(axis=-1)`.",
         stages=("running_sum", "output", "lse"),
+        rewrites=(edits.rescale_sum,),
     ),
     Misconception(
         "tile-local-softmax",
@@ -97,6 +100,7 @@ ROWS: tuple[Misconception, ...] = (
         "by the running sum l",
         fix="After the loop over key tiles, divide: `O = acc / l[..., None]`.",
         stages=("output",),
+        rewrites=(edits.divide_by_running_sum,),
     ),
     Misconception(
         "lse-max-only",
@@ -109,6 +113,7 @@ ROWS: tuple[Misconception, ...] = (
         "your L equals the running max m; the logsumexp is m + log l",
         fix="Return `L = m + np.log(l)` (the running max plus the log of the running sum).",
         stages=("lse",),
+        rewrites=(edits.add_log_sum,),
     ),
     Misconception(
         "lse-missing-max",
@@ -122,6 +127,7 @@ ROWS: tuple[Misconception, ...] = (
         "m + log l",
         fix="Add the running max back: `L = m + np.log(l)`.",
         stages=("lse",),
+        rewrites=(edits.add_running_max,),
     ),
     Misconception(
         "lse-missing-scale",
