@@ -575,8 +575,8 @@ def _rescale_sum(code: str, context: Context) -> str | None:
     return _rescaled_update(code, context.held.get("rescale"))
 
 
-#: ``exp(a - b)`` of two operands
-_EXP_OF_TWO = re.compile(rf"(?P<call>\bexp\(\s*)(?P<a>{_OPERAND})\s*-\s*(?P<b>{_OPERAND})"
+#: ``exp(a - b)`` (or ``exp2``) of two operands
+_EXP_OF_TWO = re.compile(rf"(?P<call>\bexp2?\(\s*)(?P<a>{_OPERAND})\s*-\s*(?P<b>{_OPERAND})"
                          r"(?P<end>\s*\))")
 #: ``1 / x`` (or ``1.0 / x``): a factor's inverse
 _ONE_OVER = re.compile(rf"(?<![\w.)\]])1(?:\.0*)?\s*/\s*(?P<x>{_OPERAND})")
