@@ -575,9 +575,9 @@ def _rescale_sum(code: str, context: Context) -> str | None:
     return _rescaled_update(code, context.held.get("rescale"))
 
 
-#: ``exp(a - b)`` (or ``exp2``) of two operands
-_EXP_OF_TWO = re.compile(rf"(?P<call>\bexp2?\(\s*)(?P<a>{_OPERAND})\s*-\s*(?P<b>{_OPERAND})"
-                         r"(?P<end>\s*\))")
+#: ``exp(a - b)`` (or ``exp2``) of two operands, or ``exp2((a - b) * c)`` (the base-2 form)
+_EXP_OF_TWO = re.compile(rf"(?P<call>\bexp2?\(\s*\(?\s*)(?P<a>{_OPERAND})\s*-\s*"
+                         rf"(?P<b>{_OPERAND})(?P<end>\s*\)(?:\s*[*/]\s*{_OPERAND}\s*\))?)")
 #: ``1 / x`` (or ``1.0 / x``): a factor's inverse
 _ONE_OVER = re.compile(rf"(?<![\w.)\]])1(?:\.0*)?\s*/\s*(?P<x>{_OPERAND})")
 

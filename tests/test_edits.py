@@ -113,6 +113,8 @@ CASES = [
      "acc = np.exp(m_new - m_i)[..., None] * acc + p @ v", "acc = np.exp(m_i - m_new)[..., None] * acc + p @ v"),
     (edits.invert_rescale, RUNNING("acc_factor"), "grow = torch.exp2(new - old)",
      "grow = torch.exp2(old - new)"),
+    (edits.invert_rescale, RUNNING("acc_factor"), "grow = np.exp2((new_max - raw_max) * c)",
+     "grow = np.exp2((raw_max - new_max) * c)"),
     (edits.invert_rescale, RUNNING("accumulator"), "o = np.diag(1.0 / alpha) @ o + p @ v",
      "o = np.diag(alpha) @ o + p @ v"),
     (edits.add_log_sum, RUNNING("lse"), "L[..., i0:i1] = m_i", "L[..., i0:i1] = m_i + np.log(l_i)"),
