@@ -139,6 +139,11 @@ class TileStates(np.ndarray):  # type: ignore[type-arg]
     tile's rows (query tiles outside); ``grader.core.locate`` matches it so."""
 
 
+class TileBlocks(np.ndarray):  # type: ignore[type-arg]
+    """A stage of the whole ``(..., n, m)`` score matrix that tiled code computes one (query
+    tile, key tile) block at a time: ``grader.core.locate`` matches a block of it."""
+
+
 def tile_states(states: list[Array], per_row: bool = False) -> TileStates:
     """Values after each key tile, ``(..., n, f)`` (``per_row``: ``(..., n)``, given a last
     axis of one), as one stage."""

@@ -40,7 +40,7 @@ from grader.model import (
     line_words,
 )
 from reference import catalogue, edits
-from reference.stages import TileStates
+from reference.stages import TileBlocks, TileStates
 
 #: scores at or below this are "blocked" whatever the fill value (-inf, -1e9, finfo.min)
 BLOCKED_BELOW = -1e4
@@ -714,7 +714,7 @@ def _first_place(assignment: Assignment, probe: Probe, traced: Sequence[TracedVa
             continue
         # (running state is told from the right run's running state; a value of the whole
         # computation, from its other whole values: L = m is the lse's line, not the max's)
-        running_state = isinstance(value, TileStates)
+        running_state = isinstance(value, (TileStates, TileBlocks))
         correct_path = {**(correct if running_state else _whole(correct)), **inputs}
         right_forms = [form for other in correct_path.values() for form in _mask_forms(other)]
         # a skipped step (no scaling, no mask, no W_o) leaves a value the correct path has
@@ -739,7 +739,8 @@ def _first_place(assignment: Assignment, probe: Probe, traced: Sequence[TracedVa
 
 def _whole(stages: Mapping[str, Array]) -> dict[str, Array]:
     """The stages that are values of the whole computation (not running state)."""
-    return {name: value for name, value in stages.items() if not isinstance(value, TileStates)}
+    return {name: value for name, value in stages.items()
+            if not isinstance(value, (TileStates, TileBlocks))}
 
 
 def _mask_forms(value: Array) -> tuple[Array, ...]:
@@ -806,6 +807,8 @@ def same(computed: Array, stage: Array) -> bool:
             return computed.shape == stage.shape and _close(np.asarray(computed),
                                                             np.asarray(stage))
         return _one_tiles_state(computed, stage)
+    if isinstance(stage, TileBlocks):
+        return _one_block(computed, stage)
     return any(_close(computed, target) for target in _targets(stage, computed.shape))
 
 
@@ -840,6 +843,30 @@ def _one_tiles_state(computed: Array, stage: TileStates) -> bool:
             return True
         if rows == n and tiles > 1 and _updated_in_place(agree):
             return True
+    return False
+
+
+def _one_block(computed: Array, stage: TileBlocks) -> bool:
+    """Is ``computed`` one (query tile, key tile) block of the ``(..., n, m)`` stage: rows
+    and columns starting at a multiple of the block's size, or the last ones (a remainder
+    tile); for every leading slice at once, or for one of them?"""
+    whole = np.asarray(stage)
+    value = np.asarray(computed)
+    while value.ndim > max(whole.ndim, 2) and value.shape[0] == 1:
+        value = value[0]
+    (n, m), (rows, cols) = whole.shape[-2:], value.shape[-2:] if value.ndim >= 2 else (0, 0)
+    if value.ndim < 2 or value.size < 2 or rows > n or cols > m:
+        return False
+    if value.shape[:-2] == whole.shape[:-2]:
+        wholes = [whole]
+    elif value.ndim == 2:
+        wholes = list(whole.reshape(-1, n, m))
+    else:
+        return False
+    for i0 in sorted({n - rows, *range(0, n - rows + 1, rows)}):
+        for j0 in sorted({m - cols, *range(0, m - cols + 1, cols)}):
+            if any(_close(value, w[..., i0:i0 + rows, j0:j0 + cols]) for w in wholes):
+                return True
     return False
 
 

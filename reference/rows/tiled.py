@@ -191,7 +191,7 @@ ROWS: tuple[Misconception, ...] = (
         "every tile instead of following absolute positions",
         fix="Mask with absolute positions: `keep = (j0 + c) <= (i0 + r) + (m - n)` for the "
             "tile's rows r and columns c.",
-        stages=("output", "lse"),
+        stages=("masked_tile", "output", "lse"),
     ),
 )
 

@@ -23,6 +23,7 @@ from reference.stages import (
     Stages,
     choice,
     knobs,
+    TileBlocks,
     swap,
     tile_states,
 )
@@ -190,6 +191,8 @@ def pipeline(
         out[..., rows:, :] = np.nan
         lse[..., rows:] = np.nan
     if record is not None:
+        # (the scaled scores each tile sees, after its causal mask: the mask's line)
+        record["masked_tile"] = np.asarray(visible).view(TileBlocks)
         record["output"] = out
         record["lse"] = lse
     return out, lse
