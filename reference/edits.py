@@ -642,6 +642,19 @@ def _divide_by_running_sum(code: str, context: Context) -> str | None:
     return f"{match['lhs']} = {match['rhs'].strip()} / {column}"
 
 
+def _subtract_d(code: str, context: Context) -> str | None:
+    """``dS = P * dP`` -> ``dS = P * (dP - D[..., i0:i1, None])``: the row term D the code
+    computed (``held["D_column"]``: its rows of this query tile, as a column) subtracted from
+    the gradient factor, told by its name."""
+    match = _PRODUCT_OF_TWO.match(code)
+    column = context.held.get("D_column")
+    roles = _gradient_first(match["a"], match["b"]) if match else None
+    if context.stage != "dS" or match is None or roles is None or column is None:
+        return None
+    gradient, probabilities = roles
+    return f"{match['head']}{probabilities} * ({gradient} - {column})"
+
+
 # --- scale -------------------------------------------------------------------------------------
 
 def _divide_by_sqrt(code: str, context: Context) -> str | None:
@@ -1353,6 +1366,7 @@ invert_rescale = _code_only(_invert_rescale)
 add_log_sum = _code_only(_add_log_sum)
 add_running_max = _code_only(_add_running_max)
 divide_by_running_sum = _code_only(_divide_by_running_sum)
+subtract_d = _code_only(_subtract_d)
 scale_the_contribution = _code_only(_scale_the_contribution)
 full_jacobian_of_product = _code_only(_full_jacobian_of_product)
 full_jacobian_of_diagonal = _code_only(_full_jacobian_of_diagonal)

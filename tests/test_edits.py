@@ -123,6 +123,11 @@ CASES = [
     (edits.add_running_max, RUNNING("lse"), "L = np.log(l_i)", "L = m_i + np.log(l_i)"),
     (edits.divide_by_running_sum, RUNNING("output"), "O[..., i0:i1, :] = acc",
      "O[..., i0:i1, :] = acc / l_i[..., None]"),
+    # D as the code holds it: a query tile's rows (kept as a column), or all rows, sliced
+    (edits.subtract_d, edits.Context(False, "dS", "numpy", {}, {"D_column": "Di"}),
+     "ds = p * dp", "ds = p * (dp - Di)"),
+    (edits.subtract_d, edits.Context(False, "dS", "numpy", {}, {"D_column": "D[..., a:b, None]"}),
+     "dlogits = dw * w  # the diagonal", "dlogits = w * (dw - D[..., a:b, None])  # the diagonal"),
     (edits.keep_summed_axis, NUMPY, "dS = P * (dP - (P * dP).sum(axis=-1))",
      "dS = P * (dP - (P * dP).sum(axis=-1, keepdims=True))"),
     (edits.keep_summed_axis, NUMPY, "dot = np.sum(dy * y, axis=axis)",
@@ -224,6 +229,10 @@ def test_a_running_update_of_another_shape_is_left_alone(rewrite: edits.Rewrite,
 def test_no_running_fix_without_the_codes_names() -> None:
     bare = edits.Context(False, "accumulator", "numpy", {"Q": "Q"})
     assert edits.rewrite((edits.rescale_accumulator,), "acc = acc + p @ v", bare) is None
+    held_d = edits.Context(False, "dS", "numpy", {}, {"D_column": "Di"})
+    # no D held, or a product whose names do not tell the gradient from the weights
+    assert edits.rewrite((edits.subtract_d,), "dS = P * dP", FLASH("dS")) is None
+    assert edits.rewrite((edits.subtract_d,), "dS = P * Q", held_d) is None
 
 
 @pytest.mark.parametrize(("rewrite", "stage", "line"), RIGHT_ALREADY,

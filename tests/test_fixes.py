@@ -37,9 +37,6 @@ SENTENCE_ONLY = {
     "finite-initial-max": "the sentinel is set before the loop, far from the output's line",
     "remainder-tile-dropped": "the tile count and the tile's end are two places",
     "causal-mask-tile-local": "the tile's offsets enter the row and the column numbers",
-    # the tiled backward: D is one term of a tile's update, under the student's own name (the
-    # scale's two rows have literal fixes, the scale written from the width of Q)
-    "backward-missing-d": "D is computed before the loops, under a name of the student's own",
     # the backward pass: not written yet; each is one line in the fixtures, but the line's
     # shapes (a product, a sum, a scale) are many and the rewrites are left to do
     "softmax-backward-output-as-logits": "the second softmax is removed, often over two lines",

@@ -439,7 +439,7 @@ def _quoted(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[
 
 #: the running quantities a literal fix may name (``edits.Context.held``), and how each is
 #: broadcast against the accumulator (``..._column``)
-HELD = ("rescale", "running_max", "running_sum")
+HELD = ("rescale", "running_max", "running_sum", "D")
 
 
 def held_names(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
@@ -470,8 +470,43 @@ def held_names(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequen
             kept = holder.array.shape[-1:] == (1,)
             found[stage] = f"{name}[..., 0]" if kept else name
             found[f"{stage}_column"] = name if kept else f"{name}[..., None]"
+            if stage == "D" and not _held_by_tile(probes, outcomes, holder):
+                rows = _query_rows(assignment, sources)  # the whole D: the tile's rows of it
+                found.pop("D")
+                found["D_column"] = f"{name}[..., {rows}, {':' if kept else 'None'}]"
+                if rows is None:
+                    found.pop("D_column")
         return found
     return {}
+
+
+def _held_by_tile(probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
+                  holder: TracedValue) -> bool:
+    """Does the holder's line hold a query tile's rows (fewer rows than the call has queries,
+    on some traced call), rather than every row?"""
+    for probe, outcome in zip(probes, outcomes):
+        n = np.shape(probe.args[1])[-2] if len(probe.args) > 1 else 0
+        for t in outcome.traced if probe.traced else ():
+            if (t.cell, t.line) == (holder.cell, holder.line) and t.array.ndim:
+                rows = t.array.shape[-2] if t.array.shape[-1:] == (1,) and t.array.ndim > 1 \
+                    else t.array.shape[-1]
+                if rows < n:
+                    return True
+    return False
+
+
+def _query_rows(assignment: Assignment, sources: Sequence[str]) -> str | None:
+    """The one row slice (``i0:i1``) the code takes of its queries and of the upstream
+    gradient (``grad_output[..., i0:i1, :]``), in its own words; None unless there is
+    exactly one."""
+    names = student_names(assignment, sources)
+    arrays = [names[a] for a in ("Q", "grad_output") if names.get(a)]
+    if not arrays:
+        return None
+    pattern = re.compile(rf"\b(?:{'|'.join(map(re.escape, arrays))})\[\s*(?:\.\.\.\s*,\s*)?"
+                         r"(?P<rows>[^,\[\]:]+:[^,\[\]:]+?)\s*(?:,\s*:\s*)?\]")
+    found = {match["rows"].strip() for source in sources for match in pattern.finditer(source)}
+    return found.pop() if len(found) == 1 else None
 
 
 def _assigned_name(cell: int | None, line: int, sources: Sequence[str]) -> str | None:

@@ -259,6 +259,7 @@ BACKWARD_ROWS: tuple[Misconception, ...] = (
         fix="Before the tile loops compute `D = np.sum(grad_output * O, axis=-1)` and in each "
             "tile use `dS = P * (dP - D[..., i0:i1, None])`.",
         stages=("dS",),
+        rewrites=(edits.subtract_d,),
     ),
     Misconception(
         "backward-p-unscaled",
