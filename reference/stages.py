@@ -132,14 +132,14 @@ EXP_SHIFT: dict[str, Callable[[Array, int], Array | float] | None] = {
 Stages = dict[str, Array]
 
 
-class TileStates(np.ndarray):  # type: ignore[type-arg]
+class TileStates(np.ndarray):
     """A stage a loop over key tiles holds as running state: its value after each key tile,
     stacked on a first axis, ``(tiles, ..., n, f)`` (a per-row quantity with ``f = 1``). Code
     holds one tile's value at a time, for every query row (key tiles outside) or for one query
     tile's rows (query tiles outside); ``grader.core.locate`` matches it so."""
 
 
-class TileBlocks(np.ndarray):  # type: ignore[type-arg]
+class TileBlocks(np.ndarray):
     """A stage of the whole ``(..., n, m)`` score matrix that tiled code computes one (query
     tile, key tile) block at a time: ``grader.core.locate`` matches a block of it."""
 

@@ -873,7 +873,7 @@ def _one_tiles_state(computed: Array, stage: TileStates) -> bool:
     starts = {n - rows, *range(0, n - rows + 1, rows)}
     for start in sorted(starts):
         window = states[..., start:start + rows, :]
-        agree = _rows_close(value, window).all(axis=2)  # (tiles, alternatives, rows)
+        agree = np.asarray(_rows_close(value, window).all(axis=2))  # (tiles, alternatives, rows)
         if agree.all(axis=-1).any():
             return True
         if rows == n and tiles > 1 and _updated_in_place(agree):
@@ -915,7 +915,7 @@ def _rows_close(value: Array, states: Array) -> Array:
     with np.errstate(invalid="ignore"):
         close = np.isclose(value, states, rtol=1e-5, atol=1e-7 * max(scale, 1.0),
                            equal_nan=True)
-    return close.all(axis=-1)
+    return np.asarray(close.all(axis=-1))
 
 
 def _updated_in_place(agree: Array) -> bool:

@@ -21,9 +21,9 @@ from reference.stages import (
     Dims,
     Recipe,
     Stages,
+    TileBlocks,
     choice,
     knobs,
-    TileBlocks,
     swap,
     tile_states,
 )
