@@ -631,6 +631,20 @@ def _add_running_max(code: str, context: Context) -> str | None:
     return f"{match['lhs']} = {running_max} + {rhs}"
 
 
+def _keep_scaled_max(code: str, context: Context) -> str | None:
+    """``L = m_i / scale + np.log(l_i)`` -> ``L = m_i + np.log(l_i)``: a running max kept on
+    the scaled scores is added to log l as it is, not unscaled (the line must add the running
+    max, times or over one operand, to the log of the running sum, as the code holds them)."""
+    match = _SINGLE_ASSIGNMENT.match(code)
+    running_max, running_sum = context.held.get("running_max"), context.held.get("running_sum")
+    if context.stage != "lse" or match is None or running_max is None or running_sum is None:
+        return None
+    log_sum = _log(context, running_sum)
+    unscaled = re.fullmatch(rf"{re.escape(running_max)}\s*[*/]\s*{_OPERAND}\s*\+\s*"
+                            rf"{re.escape(log_sum)}", match["rhs"].strip())
+    return f"{match['lhs']} = {running_max} + {log_sum}" if unscaled else None
+
+
 def _divide_by_running_sum(code: str, context: Context) -> str | None:
     """``O[..., i0:i1, :] = acc`` -> ``O[..., i0:i1, :] = acc / l_i[..., None]``: the
     accumulator divided by the running sum (the line must store a plain name)."""
@@ -1366,6 +1380,7 @@ invert_rescale = _code_only(_invert_rescale)
 add_log_sum = _code_only(_add_log_sum)
 add_running_max = _code_only(_add_running_max)
 divide_by_running_sum = _code_only(_divide_by_running_sum)
+keep_scaled_max = _code_only(_keep_scaled_max)
 subtract_d = _code_only(_subtract_d)
 scale_the_contribution = _code_only(_scale_the_contribution)
 full_jacobian_of_product = _code_only(_full_jacobian_of_product)

@@ -121,6 +121,10 @@ CASES = [
     (edits.add_log_sum, RUNNING("lse", "torch"), "L[:, i:i + r] = m_i",
      "L[:, i:i + r] = m_i + torch.log(l_i)"),
     (edits.add_running_max, RUNNING("lse"), "L = np.log(l_i)", "L = m_i + np.log(l_i)"),
+    (edits.keep_scaled_max, RUNNING("lse"), "L[..., i0:i1] = m_i / scale + np.log(l_i)",
+     "L[..., i0:i1] = m_i + np.log(l_i)"),
+    (edits.keep_scaled_max, RUNNING("lse"), "L = m_i * np.sqrt(d) + np.log(l_i)",
+     "L = m_i + np.log(l_i)"),
     (edits.divide_by_running_sum, RUNNING("output"), "O[..., i0:i1, :] = acc",
      "O[..., i0:i1, :] = acc / l_i[..., None]"),
     # D as the code holds it: a query tile's rows (kept as a column), or all rows, sliced
@@ -216,6 +220,8 @@ RUNNING_LEFT_ALONE = [
     (edits.add_running_max, "lse", "L = m_i + np.log(l_i)"),
     (edits.add_running_max, "lse", "L = np.log(total)"),
     (edits.divide_by_running_sum, "output", "O = acc / l_i[..., None]"),
+    (edits.keep_scaled_max, "lse", "L = m_i + np.log(l_i)"),
+    (edits.keep_scaled_max, "lse", "L = raw_max / scale + np.log(l_i)"),
 ]
 
 

@@ -33,7 +33,6 @@ SENTENCE_ONLY = {
     # tiled attention: the running updates, the final division and L have literal fixes in
     # the code's own names of the running quantities; these change structure or state
     "tile-local-softmax": "one softmax across tiles needs a running max and sum: new state",
-    "lse-missing-scale": "the scale enters wherever the running max is kept",
     "finite-initial-max": "the sentinel is set before the loop, far from the output's line",
     "remainder-tile-dropped": "the tile count and the tile's end are two places",
     "causal-mask-tile-local": "the tile's offsets enter the row and the column numbers",

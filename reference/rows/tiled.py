@@ -142,6 +142,7 @@ ROWS: tuple[Misconception, ...] = (
         fix="Compute L from the scaled scores: with the max m of S = Q K^T / sqrt(d), "
             "`L = m + np.log(l)`.",
         stages=("lse",),
+        rewrites=(edits.keep_scaled_max,),
     ),
     Misconception(
         "finite-initial-max",
