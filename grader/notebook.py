@@ -325,8 +325,10 @@ def reproduce(target: Any, *args: Any, assignment: str) -> Any:
 
 
 def grade_function(function: Callable[..., Any], assignment: str, *,
-                   seed: int = DEFAULT_SEED) -> dict[str, Any]:
-    """Grade a function object in this process and return the report (same as the CLI's)."""
+                   seed: int = DEFAULT_SEED, measure: bool = True) -> dict[str, Any]:
+    """Grade a function object in this process and return the report (same as the CLI's).
+    ``measure=False`` leaves out the tiling check's one large call (tiled attention): the check
+    then says it was not measured and is scored as passed."""
     from grader.core.assignments import get
     from grader.core.report import validate
     from grader.pipeline import base_metadata, evaluate
@@ -341,7 +343,7 @@ def grade_function(function: Callable[..., Any], assignment: str, *,
     home = source_file(function)
     source = "".join(linecache.getlines(home)) if home else ""
     report = evaluate(spec, probes, outcomes, [], metadata, sources=(source,) if source else (),
-                      measurement=measure_tiling(function, spec, seed))
+                      measurement=measure_tiling(function, spec, seed) if measure else None)
     report["metadata"]["duration_seconds"] = round(time.monotonic() - started, 3)
     validate(report)
     return report

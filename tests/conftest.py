@@ -55,11 +55,60 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """With the fixtures graded through the sandbox, a test that reads their reports starts
-    child processes: it is then part of the slow tier (``-m "not e2e"`` leaves it out)."""
-    if config.getoption("fixture_grading") == "sandbox":
-        for item in items:
-            if "grading_mode" in getattr(item, "fixturenames", ()):
-                item.add_marker(pytest.mark.e2e)
+    child processes: it is then part of the slow tier (``-m "not e2e"`` leaves it out). A test
+    run over many fixtures is marked ``breadth`` for the fixtures outside the fast tier's
+    sample (``FAST_SAMPLE``) and for every seed but 0."""
+    sandboxed = config.getoption("fixture_grading") == "sandbox"
+    for item in items:
+        if sandboxed and "grading_mode" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.e2e)
+        if _beyond_the_sample(item):
+            item.add_marker(pytest.mark.breadth)
+
+
+def _beyond_the_sample(item: pytest.Item) -> bool:
+    """Is the test one fixture's case of a test run over many, on a fixture outside the sample
+    or at a seed other than 0?"""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    fixtures = [_fixture_path(value) for value in params.values()
+                if isinstance(value, (str, Path))]
+    fixtures = [path for path in fixtures if path is not None]
+    if not fixtures:
+        return False
+    return params.get("seed", 0) != 0 or any(path not in fast_sample() for path in fixtures)
+
+
+@functools.cache
+def _fixture_path(value: str | Path) -> Path | None:
+    """``value`` as a fixture's path (a Path, or a name relative to tests/submissions)."""
+    if isinstance(value, str) and value.endswith(".py"):
+        value = SUBMISSIONS / value
+    if isinstance(value, Path) and value.suffix == ".py" and HERE in value.resolve().parents:
+        return value.resolve()
+    return None
+
+
+@functools.cache
+def fast_sample() -> frozenset[Path]:
+    """The fixtures the fast tier grades: each folder's first correct one, and enough others to
+    show every misconception once (NumPy code first, then in name order: a course's own
+    fixtures add only what the plain assignments' do not show)."""
+    fixtures = sorted(HERE.glob("**/*.py"), key=lambda path: (bool(imported_frameworks(path)),
+                                                              path))
+    chosen: set[Path] = set()
+    shown: set[str] = set()
+    folders_with_correct: set[Path] = set()
+    for path in fixtures:
+        first = path.read_text().split("\n", 1)[0]
+        if not first.startswith("# expect:"):
+            continue
+        ids = set(first.split(":", 1)[1].split())
+        if ids - shown or (not ids and path.parent not in folders_with_correct):
+            chosen.add(path.resolve())
+            shown |= ids
+            if not ids:
+                folders_with_correct.add(path.parent)
+    return frozenset(chosen)
 
 
 @functools.cache

@@ -22,6 +22,9 @@ from reference.catalogue import CATALOGUE
 
 from .conftest import SUBMISSIONS, expected_ids, gradable, grade_trusted, graded_as
 
+#: every fixture graded, then each fix graded again: the default tier's breadth
+pytestmark = pytest.mark.breadth
+
 #: rows whose fix is a change of structure, never one line: the report gives the sentence alone
 SENTENCE_ONLY = {
     "heads-not-split": "splitting heads adds a reshape, a transpose and a merge",

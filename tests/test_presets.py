@@ -612,3 +612,43 @@ def test_a_course_that_fixes_its_tiles_gets_later_maximum_probes_sized_for_them(
     needs_framework("cs336-a2-flash-attention-forward", path)
     [check] = [c for c in graded(path)["checks"] if c["id"] == "values-later-maximum"]
     assert check["points"] == 0 and check["message"].startswith("0 / 3 ")
+
+
+def test_a_course_that_fixes_its_tiles_gets_every_tile_sized_probe_sized_for_them(
+        graded: Graded) -> None:
+    """Every forward probe whose tiles its own block sizes choose has a stand-in sized for 16 x
+    16 tiles where a course's code fixes its tiles (CS336), holding several key tiles where the
+    probe holds several of its own; none runs in the plain assignment, whose probes are as
+    they were. An inverted rescale in CS336's style then loses every check it loses in the
+    plain assignment that CS336 can run, and about as large a share of the points."""
+    from grader.core.assignments import get
+    from grader.core.probes import TILE_SIZED, stands_in_for
+
+    plain = get("flash_attention_forward").probes(0)
+    assert not [p.id for p in plain if stands_in_for(p)]
+    course = get("cs336-a2-flash-attention-forward")
+    standing = {stands_in_for(p): p for p in course.probes(0) if stands_in_for(p)}
+    sized = [p for p in plain if TILE_SIZED in p.tags]
+    assert {p.id for p in sized} - set(standing) == {"causal-cached"}  # (no cached keys there)
+    assert "causal-cached" in course.left_out(0)
+    for probe in sized:
+        if probe.id in standing:
+            stand_in = standing[probe.id]
+            assert stand_in.tags - {f"stands-in:{probe.id}"} == probe.tags - {TILE_SIZED}
+            assert stand_in.args[4:6] == (16, 16)
+            sizes = [(a.shape[-2], b) for a, b in zip(probe.args[:2], probe.args[4:6])]
+            ours = [a.shape[-2] for a in stand_in.args[:2]]
+            if -(-sizes[1][0] // sizes[1][1]) > 1:  # (several key tiles: several of 16)
+                assert ours[1] > 16
+            if not probe.args[3]:  # (a shorter last tile where the probe has one; causal: square)
+                assert [n % b > 0 for n, b in sizes] == [n % 16 > 0 for n in ours]
+    assert standing["causal-single-tile"].args[1].shape[-2] <= 16  # (a single tile stays one)
+    presets = SUBMISSIONS / "presets" / "cs336-a2-flash-attention-forward" / "rescale_inverted.py"
+    needs_framework("cs336-a2-flash-attention-forward", presets)
+    ours = graded(presets)
+    theirs = graded(SUBMISSIONS / "flash_attention_forward" / "online_rescale_inverted_loops.py")
+    runs = {c["id"] for c in ours["checks"]}
+    failed = {c["id"] for c in ours["checks"] if not c["passed"]}
+    assert {c["id"] for c in theirs["checks"] if not c["passed"]} & runs <= failed
+    lost_share = 1 - ours["score"] / ours["max_score"]
+    assert lost_share >= 0.9 * (1 - theirs["score"] / theirs["max_score"])

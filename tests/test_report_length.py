@@ -41,6 +41,7 @@ def test_each_text_report_keeps_the_budget(path: Path, seed: int, graded: Graded
         assert not length.over_budget(measured), length.over_budget(measured)
 
 
+@pytest.mark.breadth  # (a second grading of every fixture, at the hidden seed)
 @pytest.mark.parametrize("path", ALL, ids=[_id(p) for p in ALL])
 def test_a_hidden_tests_report_is_as_long_as_the_self_checks(path: Path,
                                                              graded: Graded) -> None:
@@ -53,6 +54,7 @@ def test_a_hidden_tests_report_is_as_long_as_the_self_checks(path: Path,
         assert "np.array(" not in item["evidence"], item["evidence"]
 
 
+@pytest.mark.breadth  # (every fixture)
 def test_the_median_report_is_short(graded: Graded) -> None:
     lines = [length.measure(graded(path)).lines for path in ALL if gradable(path)]
     assert statistics.median(lines) <= length.MEDIAN_LINES

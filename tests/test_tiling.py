@@ -78,8 +78,8 @@ def _slow_only_when_long(Q: Any, K: Any, V: Any, causal: bool = False, block_q: 
 def test_the_measured_call_has_its_own_time_limit_apart_from_the_probes() -> None:
     _slow_only_when_long.__name__ = "flash_attention_forward"
     spec = get("flash_attention_forward")
-    why = measure_tiling(_slow_only_when_long, spec, 0, seconds=0.5)
-    assert why == "the call did not return within 0.5 s"
+    why = measure_tiling(_slow_only_when_long, spec, 0, seconds=0.25)
+    assert why == "the call did not return within 0.25 s"
     assert tiling.verdict(why)[:2] == (False, True)
 
 
@@ -114,11 +114,34 @@ def test_torch_code_is_measured_tiled_passes_untiled_loses_only_the_check(
     check = _tiling(tiled)
     # (a call slower than the check's own limit on a busy machine is "not decided", passed)
     assert check["passed"] and "not measured" not in check["message"]
+    # (the course's code tiles by 16 whatever it is asked: the report says what ran)
+    assert "the course's fixed 16 x 16 tiles" in check["message"]
+    assert tiling.ASKED not in check["message"]
     untiled = graded(_cs336(preset, 1))
     check = _tiling(untiled)
     assert not check["passed"] and "resident memory grew by" in check["message"]
+    assert "the course's fixed 16 x 16 tiles" in check["message"]
     assert untiled["misconceptions"] == []
     assert [c["id"] for c in untiled["checks"] if not c["passed"]] == [tiling.CHECK_ID]
+
+
+def test_the_check_says_the_tiles_the_measured_call_ran_with() -> None:
+    """The measured call asks for 128 x 128 tiles; a course whose code fixes its tile sizes
+    runs its own, and code that takes no tile sizes chooses its own: the message says which."""
+    import dataclasses
+
+    for name in TILED:
+        assert tiling.tiles_run(get(name)) == "128 x 128 tiles" == tiling.ASKED
+    for preset in CS336:
+        assert tiling.tiles_run(get(preset)) == "the course's fixed 16 x 16 tiles"
+        course = get(preset)
+        chooses = dataclasses.replace(course, info=dataclasses.replace(
+            course.info, interface=dataclasses.replace(course.interface, fixed=())))
+        assert tiling.tiles_run(chooses) == "the tiles the code chooses itself"
+    fixed = "the course's fixed 16 x 16 tiles"
+    assert fixed in tiling.verdict({"traced_peak": 1 << 10}, fixed)[2]
+    measured, passed, message = tiling.verdict({"traced_peak": 64 << 20}, fixed)
+    assert (measured, passed) == (True, False) and fixed in message and "128" not in message
 
 
 def _allocates(size: int) -> Any:
@@ -176,8 +199,8 @@ def test_a_fork_that_raises_hangs_or_imports_is_not_measured() -> None:
 
     with pytest.raises(peak.CallFailed, match="raised ValueError"):
         peak.measure_forked(raises, ["torch"])
-    with pytest.raises(peak.CallFailed, match="did not return within 0.5 s") as failed:
-        peak.measure_forked(lambda: time.sleep(30), ["torch"], seconds=0.5)
+    with pytest.raises(peak.CallFailed, match="did not return within 0.25 s") as failed:
+        peak.measure_forked(lambda: time.sleep(30), ["torch"], seconds=0.25)
     assert failed.value.kind == "timeout"
 
     def imports() -> None:

@@ -144,7 +144,7 @@ def score_checks(assignment: Assignment, probes: Sequence[Probe],
         elif check_id in CONTRACT_CHECKS:
             results.append(CONTRACT_CHECKS[check_id](spec, assignment, probes, outcomes))
         elif check_id == tiling.CHECK_ID:
-            results.append(tiling.check(spec, measurement))
+            results.append(tiling.check(spec, measurement, tiling.tiles_run(assignment)))
         else:
             concept, passed, message = concept_verdicts[check_id]
             results.append(CheckResult(check_id, "probe", passed, points if passed else 0.0,

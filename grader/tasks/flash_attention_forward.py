@@ -75,17 +75,17 @@ def make_probes(make: Maker) -> list[Probe]:
     mixed_q, mixed_k, mixed_v = far_below(make, 5, 12, rows=[1, 3])
     big_q, big_k = large_logits(make, 5, 10, [LARGE_LOGIT, 0.0, LARGE_LOGIT + 0.5, 0.0, -3.0])
     same = (g(9, 4), g(11, 4), g(11, 3))
-    return [
+    probes = [
         new_probe("single-tile", (g(5, 4), g(7, 4), g(7, 3)), "unbatched", "single-tile",
                   bank=("B-6", "B-12"), repeat=True, traced=True),
         new_probe("remainder-tiles", (g(37, 4), g(45, 4), g(45, 3), False, 16, 16), "unbatched",
                   "remainder", bank=("B-20",), traced=True),
         new_probe("uneven-blocks", (g(12, 4), g(17, 4), g(17, 3), False, 8, 5), "unbatched",
-                  "remainder", bank=("B-6",)),
+                  "remainder", TILE_SIZED, bank=("B-6",)),
         new_probe("uneven-blocks-more-queries", (g(13, 4), g(9, 4), g(9, 2), False, 5, 8),
-                  "unbatched", "remainder", bank=("B-6", "B-12")),
+                  "unbatched", "remainder", TILE_SIZED, bank=("B-6", "B-12")),
         new_probe("tiles-of-one", (g(4, 3), g(6, 3), g(6, 2), False, 1, 1), "unbatched",
-                  bank=("B-2",)),
+                  TILE_SIZED, bank=("B-2",)),
         new_probe("one-query", (g(1, 4), g(17, 4), g(17, 3)), "unbatched", "remainder",
                   bank=("A-edge-3",)),
         new_probe("later-maximum", (later_q, later_k, g(20, 3), False, 4, 6), "unbatched",
@@ -95,30 +95,31 @@ def make_probes(make: Maker) -> list[Probe]:
         new_probe("later-maximum-remainder", (later_rq, later_rk, g(11, 2), False, 2, 4),
                   "unbatched", "later-max", "remainder", TILE_SIZED, bank=("B-10",)),
         new_probe("far-below-zero", (far_q, far_k, far_v, False, 4, 4), "unbatched", "far",
-                  bank=("B-10", "B-30")),
+                  TILE_SIZED, bank=("B-10", "B-30")),
         new_probe("far-below-some-rows", (mixed_q, mixed_k, mixed_v, False, 2, 4), "unbatched",
-                  "far", DIAGNOSIS_ONLY, bank=("B-10", "B-30")),
+                  "far", DIAGNOSIS_ONLY, TILE_SIZED, bank=("B-10", "B-30")),
         new_probe("large-logits", (big_q, big_k, g(10, 3), False, 2, 4), "unbatched", "large",
-                  bank=("B-10", "A-edge-2")),
+                  TILE_SIZED, bank=("B-10", "A-edge-2")),
         new_probe("causal-square", (g(19, 4), g(19, 4), g(19, 3), True, 4, 6), "unbatched",
-                  "causal", bank=("A-edge-6",), traced=True),
+                  "causal", TILE_SIZED, bank=("A-edge-6",), traced=True),
         new_probe("causal-cached", (g(9, 4), g(21, 4), g(21, 3), True, 4, 8), "unbatched",
-                  "causal", bank=("A-edge-6",)),
+                  "causal", TILE_SIZED, bank=("A-edge-6",)),
         new_probe("causal-single-tile", (g(5, 4), g(8, 4), g(8, 3), True), "unbatched",
                   "causal", "single-tile", bank=("A-edge-6",)),
         new_probe("causal-tiles-of-one", (g(4, 3), g(6, 3), g(6, 2), True, 1, 1), "unbatched",
-                  "causal", bank=("A-edge-6",)),
+                  "causal", TILE_SIZED, bank=("A-edge-6",)),
         new_probe("causal-batched", (g(2, 6, 4), g(2, 11, 4), g(2, 11, 3), True, 3, 4),
-                  "batched", "causal", bank=("A-edge-6", "B-20")),
+                  "batched", "causal", TILE_SIZED, bank=("A-edge-6", "B-20")),
         new_probe("batched-heads", (g(2, 3, 10, 4), g(2, 3, 12, 4), g(2, 3, 12, 3), False, 4, 5),
-                  "batched", bank=("B-20",)),
+                  "batched", TILE_SIZED, bank=("B-20",)),
         new_probe("batched", (g(2, 9, 4), g(2, 7, 4), g(2, 7, 3), False, 4, 3), "batched",
-                  bank=("B-20",)),
+                  TILE_SIZED, bank=("B-20",)),
         new_probe("blocks-a", (*same, False, 16, 16), "unbatched", "concept",
                   bank=("B-2",)),
         new_probe("blocks-b", (*same, False, 3, 5), "unbatched", "concept", "remainder",
                   bank=("B-2",)),
-    ] + sixteen_key_tiles(make)
+    ]
+    return probes + sixteen_key_tiles(make) + sized_for_course_tiles(make, probes)
 
 
 #: the tile size a course's code may fix inside (CS336's 16 x 16)
@@ -138,6 +139,49 @@ def sixteen_key_tiles(make: Maker) -> list[Probe]:
                       "later-max", *(("causal",) if causal else ("remainder",)),
                       f"{STANDS_IN}{stood}", bank=("B-10",))
             for (q, k), n, m, causal, stood in rows]
+
+
+def _course_inputs(make: Maker) -> dict[str, tuple[object, ...]]:
+    """The arguments of each stand-in sized for 16 x 16 tiles, by the probe it stands in for:
+    several tiles of 16 (at most three) where the probe holds several of its own sizes, with a
+    shorter last tile where it has one; a causal probe square (a course's causal flag may be
+    defined for as many keys as queries only). Made in this order, after every other probe."""
+    g = make.grid
+    b = COURSE_BLOCK
+    far_q, far_k, far_v = far_below(make, b, 3 * b)
+    mixed_q, mixed_k, mixed_v = far_below(make, 40, 3 * b, rows=[1, 3, 18, 33])
+    pattern = [LARGE_LOGIT, 0.0, LARGE_LOGIT + 0.5, 0.0, -3.0]
+    big_q, big_k = large_logits(make, 40, 42, [pattern[i % 5] for i in range(40)])
+    return {
+        "uneven-blocks": (g(24, 4), g(38, 4), g(38, 3), False, b, b),
+        "uneven-blocks-more-queries": (g(41, 4), g(18, 4), g(18, 2), False, b, b),
+        "tiles-of-one": (g(32, 3), g(48, 3), g(48, 2), False, b, b),
+        "far-below-zero": (far_q, far_k, far_v, False, b, b),
+        "far-below-some-rows": (mixed_q, mixed_k, mixed_v, False, b, b),
+        "large-logits": (big_q, big_k, g(42, 3), False, b, b),
+        "causal-square": (g(44, 4), g(44, 4), g(44, 3), True, b, b),
+        "causal-single-tile": (g(8, 4), g(8, 4), g(8, 3), True),
+        "causal-tiles-of-one": (g(48, 3), g(48, 3), g(48, 2), True, b, b),
+        "causal-batched": (g(2, 37, 4), g(2, 37, 4), g(2, 37, 3), True, b, b),
+        "batched-heads": (g(2, 3, 40, 4), g(2, 3, 38, 4), g(2, 3, 38, 3), False, b, b),
+        "batched": (g(2, 41, 4), g(2, 37, 4), g(2, 37, 3), False, b, b),
+    }
+
+
+def sized_for_course_tiles(make: Maker, probes: list[Probe]) -> list[Probe]:
+    """Stand-ins for the probes whose tiles their block sizes choose (uneven, unit, remainder
+    and causal tiles, leading axes, large logits, logits far below zero), sized for 16 x 16
+    tiles: where a course's code fixes its tiles at 16 inside (CS336), those probes mostly
+    hold one key tile and cannot show a tile-combination mistake; each stand-in runs only
+    where its probe cannot and is scored as it, so that a tile mistake costs there about what
+    it costs here. (Causal ones are square, and also stand in where the course's causal flag
+    takes no cached keys; the cached probe itself has none: its point is the m - n offset.)"""
+    by_id = {probe.id: probe for probe in probes}
+    return [new_probe(f"{stood}-{COURSE_BLOCK}", args,
+                      *(by_id[stood].tags - {TILE_SIZED}), f"{STANDS_IN}{stood}",
+                      bank=by_id[stood].question_bank, repeat=by_id[stood].repeat,
+                      traced=by_id[stood].traced)
+            for stood, args in _course_inputs(make).items()]
 
 
 def _blocks_change_nothing(r: Outcomes) -> Verdict:

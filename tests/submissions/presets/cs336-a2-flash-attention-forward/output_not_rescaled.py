@@ -1,5 +1,5 @@
 # expect: online-output-not-rescaled
-# The output accumulator is never rescaled when the running max grows.
+# The running sum is rescaled when the max grows, the output accumulator is not.
 import math
 
 import torch
@@ -31,7 +31,7 @@ class FlashAttentionPytorch(torch.autograd.Function):
                 P_ij = torch.exp(S_ij - m_new[..., None])
                 alpha = torch.exp(m_i - m_new)
                 l_i = alpha * l_i + P_ij.sum(dim=-1)
-                O_i += P_ij @ V_j
+                O_i = O_i + P_ij @ V_j
                 m_i = m_new
             O[:, i:i + rows] = O_i / l_i[..., None]
             L[:, i:i + rows] = m_i + torch.log(l_i)

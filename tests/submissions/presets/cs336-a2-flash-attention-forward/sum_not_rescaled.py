@@ -1,5 +1,6 @@
 # expect: online-sum-not-rescaled
-# The running sum adds each tile's row sums without the factor alpha.
+# The accumulator is rescaled when the max grows; each tile's row sums are added to l as
+# they are.
 import math
 
 import torch
@@ -46,4 +47,4 @@ class FlashAttentionPytorch(torch.autograd.Function):
 
 def get_flashattention_autograd_function_pytorch():
     return FlashAttentionPytorch
-# where: online-sum-not-rescaled=33
+# where: online-sum-not-rescaled=34
