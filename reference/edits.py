@@ -46,6 +46,11 @@ class Context:
     stage: str
     dialect: str = "numpy"
     names: Mapping[str, str] = field(default_factory=dict)
+    #: the code's own names of the running quantities of a tiled forward, as the traced values
+    #: show them held when the quoted line runs ({"rescale": "alpha", "rescale_column":
+    #: "alpha[..., None]", "running_max": "m_i", "running_sum": "l_i", "running_sum_column":
+    #: "l_i[..., None]"}); empty elsewhere
+    held: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def axis(self) -> str:
@@ -538,6 +543,131 @@ def _scale_the_contribution(code: str, context: Context) -> str | None:
         return None
     term = f"({rhs})" if _has_top_level_sum(rhs) else rhs
     return f"{match['lhs']} {match['op']} {term} / {divisor}"
+
+# --- the tiled forward's running quantities ------------------------------------------------
+
+#: a running quantity's update: ``x = x + term`` or ``x += term``, x a name with subscripts
+_RUNNING_UPDATE = re.compile(r"^(?P<lhs>[A-Za-z_]\w*(?:\[[^\]]*\])*)\s*(?:\+=\s*(?P<aug>.+)"
+                             r"|=\s*(?P=lhs)\s*\+\s*(?P<rhs>.+))$")
+
+
+def _rescaled_update(code: str, factor: str | None) -> str | None:
+    """``x = x + term`` (or ``x += term``) -> ``x = factor * x + term``."""
+    match = _RUNNING_UPDATE.match(code)
+    if factor is None or match is None:
+        return None
+    term = match["aug"] or match["rhs"]
+    return f"{match['lhs']} = {factor} * {match['lhs']} + {term.strip()}"
+
+
+def _rescale_accumulator(code: str, context: Context) -> str | None:
+    """``acc = acc + p @ V_j`` -> ``acc = alpha[..., None] * acc + p @ V_j``: the accumulator
+    rescaled by the key tile's factor, under the code's own name for it."""
+    if context.stage != "accumulator":
+        return None
+    return _rescaled_update(code, context.held.get("rescale_column"))
+
+
+def _rescale_sum(code: str, context: Context) -> str | None:
+    """``l = l + p.sum(axis=-1)`` -> ``l = alpha * l + p.sum(axis=-1)``."""
+    if context.stage != "running_sum":
+        return None
+    return _rescaled_update(code, context.held.get("rescale"))
+
+
+#: ``exp(a - b)`` (or ``exp2``) of two operands, or ``exp2((a - b) * c)`` (the base-2 form)
+_EXP_OF_TWO = re.compile(rf"(?P<call>\bexp2?\(\s*\(?\s*)(?P<a>{_OPERAND})\s*-\s*"
+                         rf"(?P<b>{_OPERAND})(?P<end>\s*\)(?:\s*[*/]\s*{_OPERAND}\s*\))?)")
+#: ``1 / x`` (or ``1.0 / x``): a factor's inverse
+_ONE_OVER = re.compile(rf"(?<![\w.)\]])1(?:\.0*)?\s*/\s*(?P<x>{_OPERAND})")
+
+
+def _invert_rescale(code: str, context: Context) -> str | None:
+    """The accumulator's factor turned the right way up: ``np.exp(m_new - m_old)`` ->
+    ``np.exp(m_old - m_new)``, ``np.diag(1.0 / alpha)`` -> ``np.diag(alpha)`` (the line must
+    hold exactly one such factor)."""
+    if context.stage not in ("acc_factor", "accumulator"):
+        return None
+    exps, inverses = list(_EXP_OF_TWO.finditer(code)), list(_ONE_OVER.finditer(code))
+    if len(exps) + len(inverses) != 1:
+        return None
+    if exps:
+        match = exps[0]
+        return (f"{code[:match.start()]}{match['call']}{match['b']} - {match['a']}"
+                f"{match['end']}{code[match.end():]}")
+    match = inverses[0]
+    return f"{code[:match.start()]}{match['x']}{code[match.end():]}"
+
+
+#: ``target = value``: a single assignment (the target a name with subscripts)
+_SINGLE_ASSIGNMENT = re.compile(r"^(?P<lhs>[A-Za-z_]\w*(?:\[[^\]]*\])*)\s*=\s*(?P<rhs>[^=].*)$")
+
+
+def _log(context: Context, x: str) -> str:
+    return f"{context.module()}.log({x})"
+
+
+def _add_log_sum(code: str, context: Context) -> str | None:
+    """``L = m_i`` -> ``L = m_i + np.log(l_i)``: the running max alone completed to the
+    logsumexp (the line must return the running max as the code holds it)."""
+    match = _SINGLE_ASSIGNMENT.match(code)
+    running_max, running_sum = context.held.get("running_max"), context.held.get("running_sum")
+    if context.stage != "lse" or match is None or running_sum is None \
+            or match["rhs"].strip() != running_max:
+        return None
+    return f"{match['lhs']} = {running_max} + {_log(context, running_sum)}"
+
+
+def _add_running_max(code: str, context: Context) -> str | None:
+    """``L = np.log(l_i)`` -> ``L = m_i + np.log(l_i)``: the running max added back (the line
+    must take the log of the running sum as the code holds it, and not read the max)."""
+    match = _SINGLE_ASSIGNMENT.match(code)
+    running_max, running_sum = context.held.get("running_max"), context.held.get("running_sum")
+    if context.stage != "lse" or match is None or running_max is None or running_sum is None:
+        return None
+    rhs = match["rhs"].strip()
+    if rhs != _log(context, running_sum) or re.search(rf"\b{re.escape(running_max)}\b", rhs):
+        return None
+    return f"{match['lhs']} = {running_max} + {rhs}"
+
+
+def _keep_scaled_max(code: str, context: Context) -> str | None:
+    """``L = m_i / scale + np.log(l_i)`` -> ``L = m_i + np.log(l_i)``: a running max kept on
+    the scaled scores is added to log l as it is, not unscaled (the line must add the running
+    max, times or over one operand, to the log of the running sum, as the code holds them)."""
+    match = _SINGLE_ASSIGNMENT.match(code)
+    running_max, running_sum = context.held.get("running_max"), context.held.get("running_sum")
+    if context.stage != "lse" or match is None or running_max is None or running_sum is None:
+        return None
+    log_sum = _log(context, running_sum)
+    unscaled = re.fullmatch(rf"{re.escape(running_max)}\s*[*/]\s*{_OPERAND}\s*\+\s*"
+                            rf"{re.escape(log_sum)}", match["rhs"].strip())
+    return f"{match['lhs']} = {running_max} + {log_sum}" if unscaled else None
+
+
+def _divide_by_running_sum(code: str, context: Context) -> str | None:
+    """``O[..., i0:i1, :] = acc`` -> ``O[..., i0:i1, :] = acc / l_i[..., None]``: the
+    accumulator divided by the running sum (the line must store a plain name)."""
+    match = _SINGLE_ASSIGNMENT.match(code)
+    column = context.held.get("running_sum_column")
+    if context.stage != "output" or match is None or column is None \
+            or not re.fullmatch(r"[A-Za-z_]\w*", match["rhs"].strip()):
+        return None
+    return f"{match['lhs']} = {match['rhs'].strip()} / {column}"
+
+
+def _subtract_d(code: str, context: Context) -> str | None:
+    """``dS = P * dP`` -> ``dS = P * (dP - D[..., i0:i1, None])``: the row term D the code
+    computed (``held["D_column"]``: its rows of this query tile, as a column) subtracted from
+    the gradient factor, told by its name."""
+    match = _PRODUCT_OF_TWO.match(code)
+    column = context.held.get("D_column")
+    roles = _gradient_first(match["a"], match["b"]) if match else None
+    if context.stage != "dS" or match is None or roles is None or column is None:
+        return None
+    gradient, probabilities = roles
+    return f"{match['head']}{probabilities} * ({gradient} - {column})"
+
 
 # --- scale -------------------------------------------------------------------------------------
 
@@ -1244,6 +1374,14 @@ undo_heads_steps = _code_only(_undo_heads_steps)
 both_paths = _code_only(_both_paths)
 own_paths = _code_only(_own_paths)
 recompute_from_scaled = _code_only(_recompute_from_scaled)
+rescale_accumulator = _code_only(_rescale_accumulator)
+rescale_sum = _code_only(_rescale_sum)
+invert_rescale = _code_only(_invert_rescale)
+add_log_sum = _code_only(_add_log_sum)
+add_running_max = _code_only(_add_running_max)
+divide_by_running_sum = _code_only(_divide_by_running_sum)
+keep_scaled_max = _code_only(_keep_scaled_max)
+subtract_d = _code_only(_subtract_d)
 scale_the_contribution = _code_only(_scale_the_contribution)
 full_jacobian_of_product = _code_only(_full_jacobian_of_product)
 full_jacobian_of_diagonal = _code_only(_full_jacobian_of_diagonal)

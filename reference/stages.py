@@ -131,6 +131,26 @@ EXP_SHIFT: dict[str, Callable[[Array, int], Array | float] | None] = {
 #: ``grader.core.locate`` finds the line of a submission that computes one of them
 Stages = dict[str, Array]
 
+
+class TileStates(np.ndarray):
+    """A stage a loop over key tiles holds as running state: its value after each key tile,
+    stacked on a first axis, ``(tiles, ..., n, f)`` (a per-row quantity with ``f = 1``). Code
+    holds one tile's value at a time, for every query row (key tiles outside) or for one query
+    tile's rows (query tiles outside); ``grader.core.locate`` matches it so."""
+
+
+class TileBlocks(np.ndarray):
+    """A stage of the whole ``(..., n, m)`` score matrix that tiled code computes one (query
+    tile, key tile) block at a time: ``grader.core.locate`` matches a block of it."""
+
+
+def tile_states(states: list[Array], per_row: bool = False) -> TileStates:
+    """Values after each key tile, ``(..., n, f)`` (``per_row``: ``(..., n)``, given a last
+    axis of one), as one stage."""
+    stacked = np.stack([s[..., None] if per_row else s for s in states])
+    return stacked.view(TileStates)
+
+
 SCORES: dict[str, Callable[[Array, Array], Array]] = {
     "qkt": lambda q, k: q @ swap(k),
     "kqt": lambda q, k: k @ swap(q),

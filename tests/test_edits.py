@@ -18,6 +18,17 @@ def FLASH(stage: str) -> edits.Context:  # noqa: N802 (read as a constant's name
     return edits.Context(False, stage, "numpy", {"Q": "Q"})
 
 
+#: the running quantities of a tiled forward, as the loops fixtures name them
+HELD = {"rescale": "alpha", "rescale_column": "alpha[..., None]", "running_max": "m_i",
+        "running_max_column": "m_i[..., None]", "running_sum": "l_i",
+        "running_sum_column": "l_i[..., None]"}
+
+
+def RUNNING(stage: str, dialect: str = "numpy") -> edits.Context:  # noqa: N802
+    """The tiled forward's context at ``stage``, with the running quantities' names."""
+    return edits.Context(False, stage, dialect, {"Q": "Q"}, HELD)
+
+
 def MHA(stage: str) -> edits.Context:  # noqa: N802 (read as a constant's name)
     """The multi-head backward's context at ``stage``, in SPEC's names."""
     return edits.Context(False, stage, "numpy", {w: w for w in ("W_q", "W_k", "W_v", "W_o")})
@@ -89,6 +100,38 @@ CASES = [
      "dK = np.swapaxes(dS, -1, -2) @ Q / Q.shape[-1] ** 0.5"),
     (edits.scale_the_contribution, FLASH("dQ"), 'dQ = np.einsum("...ij,...jd->...id", dS, K)',
      'dQ = np.einsum("...ij,...jd->...id", dS, K) / Q.shape[-1] ** 0.5'),
+    # the tiled forward's running quantities, in the code's own names
+    (edits.rescale_accumulator, RUNNING("accumulator"), "acc = acc + p @ V[..., j0:j1, :]",
+     "acc = alpha[..., None] * acc + p @ V[..., j0:j1, :]"),
+    (edits.rescale_accumulator, RUNNING("accumulator"), "out[..., i0:i1, :] += pv  # add",
+     "out[..., i0:i1, :] = alpha[..., None] * out[..., i0:i1, :] + pv  # add"),
+    (edits.rescale_sum, RUNNING("running_sum"), "l_i += p.sum(axis=-1)",
+     "l_i = alpha * l_i + p.sum(axis=-1)"),
+    (edits.rescale_sum, RUNNING("running_sum"), "row_sum[..., a:b] = row_sum[..., a:b] + p.sum(-1)",
+     "row_sum[..., a:b] = alpha * row_sum[..., a:b] + p.sum(-1)"),
+    (edits.invert_rescale, RUNNING("accumulator"),
+     "acc = np.exp(m_new - m_i)[..., None] * acc + p @ v", "acc = np.exp(m_i - m_new)[..., None] * acc + p @ v"),
+    (edits.invert_rescale, RUNNING("acc_factor"), "grow = torch.exp2(new - old)",
+     "grow = torch.exp2(old - new)"),
+    (edits.invert_rescale, RUNNING("acc_factor"), "grow = np.exp2((new_max - raw_max) * c)",
+     "grow = np.exp2((raw_max - new_max) * c)"),
+    (edits.invert_rescale, RUNNING("accumulator"), "o = np.diag(1.0 / alpha) @ o + p @ v",
+     "o = np.diag(alpha) @ o + p @ v"),
+    (edits.add_log_sum, RUNNING("lse"), "L[..., i0:i1] = m_i", "L[..., i0:i1] = m_i + np.log(l_i)"),
+    (edits.add_log_sum, RUNNING("lse", "torch"), "L[:, i:i + r] = m_i",
+     "L[:, i:i + r] = m_i + torch.log(l_i)"),
+    (edits.add_running_max, RUNNING("lse"), "L = np.log(l_i)", "L = m_i + np.log(l_i)"),
+    (edits.keep_scaled_max, RUNNING("lse"), "L[..., i0:i1] = m_i / scale + np.log(l_i)",
+     "L[..., i0:i1] = m_i + np.log(l_i)"),
+    (edits.keep_scaled_max, RUNNING("lse"), "L = m_i * np.sqrt(d) + np.log(l_i)",
+     "L = m_i + np.log(l_i)"),
+    (edits.divide_by_running_sum, RUNNING("output"), "O[..., i0:i1, :] = acc",
+     "O[..., i0:i1, :] = acc / l_i[..., None]"),
+    # D as the code holds it: a query tile's rows (kept as a column), or all rows, sliced
+    (edits.subtract_d, edits.Context(False, "dS", "numpy", {}, {"D_column": "Di"}),
+     "ds = p * dp", "ds = p * (dp - Di)"),
+    (edits.subtract_d, edits.Context(False, "dS", "numpy", {}, {"D_column": "D[..., a:b, None]"}),
+     "dlogits = dw * w  # the diagonal", "dlogits = w * (dw - D[..., a:b, None])  # the diagonal"),
     (edits.keep_summed_axis, NUMPY, "dS = P * (dP - (P * dP).sum(axis=-1))",
      "dS = P * (dP - (P * dP).sum(axis=-1, keepdims=True))"),
     (edits.keep_summed_axis, NUMPY, "dot = np.sum(dy * y, axis=axis)",
@@ -162,6 +205,40 @@ def test_a_product_whose_roles_the_names_do_not_tell_is_left_alone(line: str) ->
                                   "dQ = dQ + dS @ K", "dq += ds @ k * d ** -0.5"])
 def test_a_gradient_scaled_already_or_accumulated_is_not_scaled_again(line: str) -> None:
     assert edits.rewrite((edits.scale_the_contribution,), line, FLASH("dQ")) is None
+
+
+#: lines of a tiled forward a rewrite must leave alone: another shape, two factors, a line
+#: that reads what the fix would add, a quantity held under a name the line does not use
+RUNNING_LEFT_ALONE = [
+    (edits.rescale_accumulator, "accumulator", "acc = alpha[..., None] * acc + p @ v"),
+    (edits.rescale_accumulator, "running_sum", "acc = acc + p @ v"),
+    (edits.rescale_sum, "running_sum", "l_i = p.sum(axis=-1)"),
+    (edits.invert_rescale, "accumulator", "acc = np.exp(a - b) * acc + np.exp(s - m) @ v"),
+    (edits.invert_rescale, "accumulator", "acc = beta * acc + p @ v"),
+    (edits.add_log_sum, "lse", "L = m_new"),
+    (edits.add_log_sum, "lse", "L = m_i + np.log(l_i)"),
+    (edits.add_running_max, "lse", "L = m_i + np.log(l_i)"),
+    (edits.add_running_max, "lse", "L = np.log(total)"),
+    (edits.divide_by_running_sum, "output", "O = acc / l_i[..., None]"),
+    (edits.keep_scaled_max, "lse", "L = m_i + np.log(l_i)"),
+    (edits.keep_scaled_max, "lse", "L = raw_max / scale + np.log(l_i)"),
+]
+
+
+@pytest.mark.parametrize(("rewrite", "stage", "line"), RUNNING_LEFT_ALONE,
+                         ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(RUNNING_LEFT_ALONE)])
+def test_a_running_update_of_another_shape_is_left_alone(rewrite: edits.Rewrite, stage: str,
+                                                         line: str) -> None:
+    assert edits.rewrite((rewrite,), line, RUNNING(stage)) is None
+
+
+def test_no_running_fix_without_the_codes_names() -> None:
+    bare = edits.Context(False, "accumulator", "numpy", {"Q": "Q"})
+    assert edits.rewrite((edits.rescale_accumulator,), "acc = acc + p @ v", bare) is None
+    held_d = edits.Context(False, "dS", "numpy", {}, {"D_column": "Di"})
+    # no D held, or a product whose names do not tell the gradient from the weights
+    assert edits.rewrite((edits.subtract_d,), "dS = P * dP", FLASH("dS")) is None
+    assert edits.rewrite((edits.subtract_d,), "dS = P * Q", held_d) is None
 
 
 @pytest.mark.parametrize(("rewrite", "stage", "line"), RIGHT_ALREADY,

@@ -33,24 +33,12 @@ SENTENCE_ONLY = {
     "rope-halves-not-interleaved": "the pairing is spread over the slicing and the writing back",
     "rope-no-rotation-partner": "the partner must be brought in, a new term on each line",
     "rope-before-head-split": "the rotation moves after the split, from one line to another",
-    # tiled attention: each lives in a loop's update of running quantities, written in many
-    # shapes (a factor on one line, a guard on the first tile, a tile-list helper); the report
-    # quotes the line where a whole-output stage is found and gives the sentence
-    "online-output-not-rescaled": "the factor is a new term in the accumulator's update",
-    "online-rescale-inverted": "the inverse factor is written with a first-tile guard, often "
-                               "over several lines",
-    "online-sum-not-rescaled": "the factor is a new term in the running sum's update",
+    # tiled attention: the running updates, the final division and L have literal fixes in
+    # the code's own names of the running quantities; these change structure or state
     "tile-local-softmax": "one softmax across tiles needs a running max and sum: new state",
-    "missing-final-division": "the division belongs after the key loop, not on a quoted line",
-    "lse-max-only": "L is built after the loop from state the quoted line may not hold",
-    "lse-missing-max": "L is built after the loop from state the quoted line may not hold",
-    "lse-missing-scale": "the scale enters wherever the running max is kept",
     "finite-initial-max": "the sentinel is set before the loop, far from the output's line",
     "remainder-tile-dropped": "the tile count and the tile's end are two places",
     "causal-mask-tile-local": "the tile's offsets enter the row and the column numbers",
-    # the tiled backward: D is one term of a tile's update, under the student's own name (the
-    # scale's two rows have literal fixes, the scale written from the width of Q)
-    "backward-missing-d": "D is computed before the loops, under a name of the student's own",
     # the backward pass: not written yet; each is one line in the fixtures, but the line's
     # shapes (a product, a sum, a scale) are many and the rewrites are left to do
     "softmax-backward-output-as-logits": "the second softmax is removed, often over two lines",

@@ -19,6 +19,7 @@ from grader.core.assignments import Assignment
 from grader.core.compare import error_ratio, gap, tolerance_for
 from grader.core.locate import quote, same, stage_words, stages_of
 from grader.model import Array, CallOutcome, Probe, SourcePlace, TracedValue
+from reference.stages import TileBlocks, TileStates
 
 #: stages a correct submission may compute differently (any shift works before the softmax)
 #: (and a mask may be built from positions compared in any form, or none)
@@ -66,7 +67,8 @@ def _wrong(assignment: Assignment, probe: Probe, outcome: CallOutcome) -> bool:
 
 def _diverge(assignment: Assignment, probe: Probe, traced: Sequence[TracedValue],
              sources: Sequence[str], returned: Array | None = None) -> Divergence | None:
-    correct = stages_of(assignment, {}, probe)
+    correct = {stage: value for stage, value in stages_of(assignment, {}, probe).items()
+               if not isinstance(value, (TileStates, TileBlocks))}  # (tiles: any loop order)
     left = _left(traced)
     order = [stage for stage in correct if stage not in OPTIONAL]
     right: dict[str, int] = {}  # stage -> index in traced of its first matching value

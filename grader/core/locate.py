@@ -40,6 +40,7 @@ from grader.model import (
     line_words,
 )
 from reference import catalogue, edits
+from reference.stages import TileBlocks, TileStates
 
 #: scores at or below this are "blocked" whatever the fill value (-inf, -1e9, finfo.min)
 BLOCKED_BELOW = -1e4
@@ -124,13 +125,41 @@ def _on_a_traced_call(assignment: Assignment, probes: Sequence[Probe],
     own = catalogue.own_choices(misconception_id, recipe)
     without = {knob: choice for knob, choice in recipe.items() if knob not in own}
     at_call = catalogue.BY_ID[misconception_id].at_call
+    running = _running_lines(assignment, probes, outcomes, recipe)
     for probe, outcome in zip(probes, outcomes):
         if probe.traced and outcome.traced:
             place = _first_place(assignment, probe, outcome.traced, recipe, without, stages,
-                                 at_call)
+                                 at_call, running)
             if place is not None:
                 return place
     return None
+
+
+def _running_lines(assignment: Assignment, probes: Sequence[Probe],
+                   outcomes: Sequence[CallOutcome], recipe: Mapping[str, str]
+                   ) -> frozenset[tuple[int | None, int]]:
+    """The lines that update running state (``TileStates``): a value they computed, on some
+    traced call, is the state after a key tile that the last tile still changes (not a
+    constant: a tile's zeros say nothing). Their value after the last tile is not the line a
+    whole output is quoted at (L = m is the lse's line, not the running max's)."""
+    lines: set[tuple[int | None, int]] = set()
+    for probe, outcome in zip(probes, outcomes):
+        if not (probe.traced and outcome.traced):
+            continue
+        states = [_unfinished(value) for value in stages_of(assignment, recipe, probe).values()
+                  if isinstance(value, TileStates)]
+        states = [value for value in states if len(value)]
+        lines.update((t.cell, t.line) for t in outcome.traced if not t.changes_input
+                     and (t.cell, t.line) not in lines and np.unique(t.array).size > 1
+                     and any(same(t.array, s) for s in states))
+    return frozenset(lines)
+
+
+def _unfinished(states: TileStates) -> TileStates:
+    """The states after the key tiles whose state the later tiles still change."""
+    final = np.asarray(states[-1])
+    changed = [i for i in range(len(states) - 1) if not _close(np.asarray(states[i]), final)]
+    return np.asarray(states)[changed].view(TileStates)
 
 
 def _first_input_change(probes: Sequence[Probe], outcomes: Sequence[CallOutcome]
@@ -386,8 +415,10 @@ def _quoted(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[
     quoted = quote(place.cell, place.line, computes, sources)
     if quoted is None:
         return None
+    held = held_names(assignment, probes, outcomes, recipe, sources, place) \
+        if catalogue.BY_ID[misconception_id].rewrites else {}
     first = with_literal_fix(quoted, assignment, misconception_id, place.stage, sources,
-                             alone=False)
+                             alone=False, held=held)
     if first.fixed is None:
         return first
     others = []
@@ -401,8 +432,101 @@ def _quoted(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[
             if line.fixed is not None:
                 others.append(line)
     if not others:  # the first line's fix must then do the whole job by itself
-        return with_literal_fix(quoted, assignment, misconception_id, place.stage, sources)
+        return with_literal_fix(quoted, assignment, misconception_id, place.stage, sources,
+                                held=held)
     return dataclasses.replace(first, also=tuple(others))
+
+
+#: the running quantities a literal fix may name (``edits.Context.held``), and how each is
+#: broadcast against the accumulator (``..._column``)
+HELD = ("rescale", "running_max", "running_sum", "D")
+
+
+def held_names(assignment: Assignment, probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
+               recipe: Mapping[str, str], sources: Sequence[str], place: Place
+               ) -> dict[str, str]:
+    """The code's own names of the running quantities (``HELD``) as they are held when the
+    quoted line first runs: on a traced call, the last value before it that is one key tile's
+    running state (as the code computes it: ``recipe``), named by the line that made it. A
+    quantity kept with a last axis of one is told as such. Empty where no running state is
+    recorded, or the line never ran."""
+    for probe, outcome in zip(probes, outcomes):
+        if not (probe.traced and outcome.traced):
+            continue
+        traced = outcome.traced
+        first = next((i for i, t in enumerate(traced)
+                      if (t.cell, t.line) == (place.cell, place.line)), None)
+        stages = stages_of(assignment, recipe, probe)
+        if first is None or not any(isinstance(stages.get(s), TileStates) for s in HELD):
+            continue
+        found: dict[str, str] = {}
+        for stage in HELD:
+            value = stages.get(stage)
+            holder = next((t for t in reversed(traced[:first]) if not t.changes_input
+                           and isinstance(value, TileStates) and _same(t.array, value)), None)
+            name = _assigned_name(holder.cell, holder.line, sources) if holder else None
+            if holder is None or name is None:
+                continue
+            kept = holder.array.shape[-1:] == (1,)
+            found[stage] = f"{name}[..., 0]" if kept else name
+            found[f"{stage}_column"] = name if kept else f"{name}[..., None]"
+            if stage == "D" and not _held_by_tile(probes, outcomes, holder):
+                rows = _query_rows(assignment, sources)  # the whole D: the tile's rows of it
+                found.pop("D")
+                found["D_column"] = f"{name}[..., {rows}, {':' if kept else 'None'}]"
+                if rows is None:
+                    found.pop("D_column")
+        return found
+    return {}
+
+
+def _held_by_tile(probes: Sequence[Probe], outcomes: Sequence[CallOutcome],
+                  holder: TracedValue) -> bool:
+    """Does the holder's line hold a query tile's rows (fewer rows than the call has queries,
+    on some traced call), rather than every row?"""
+    for probe, outcome in zip(probes, outcomes):
+        n = np.shape(probe.args[1])[-2] if len(probe.args) > 1 else 0
+        for t in outcome.traced if probe.traced else ():
+            if (t.cell, t.line) == (holder.cell, holder.line) and t.array.ndim:
+                rows = t.array.shape[-2] if t.array.shape[-1:] == (1,) and t.array.ndim > 1 \
+                    else t.array.shape[-1]
+                if rows < n:
+                    return True
+    return False
+
+
+def _query_rows(assignment: Assignment, sources: Sequence[str]) -> str | None:
+    """The one row slice (``i0:i1``) the code takes of its queries and of the upstream
+    gradient (``grad_output[..., i0:i1, :]``), in its own words; None unless there is
+    exactly one."""
+    names = student_names(assignment, sources)
+    arrays = [names[a] for a in ("Q", "grad_output") if names.get(a)]
+    if not arrays:
+        return None
+    pattern = re.compile(rf"\b(?:{'|'.join(map(re.escape, arrays))})\[\s*(?:\.\.\.\s*,\s*)?"
+                         r"(?P<rows>[^,\[\]:]+:[^,\[\]:]+?)\s*(?:,\s*:\s*)?\]")
+    found = {match["rows"].strip() for source in sources for match in pattern.finditer(source)}
+    return found.pop() if len(found) == 1 else None
+
+
+def _assigned_name(cell: int | None, line: int, sources: Sequence[str]) -> str | None:
+    """The variable a one-line assignment on that line binds or writes into (``x = ...``,
+    ``x[...] = ...``, ``x += ...``), or None (no such statement, or several targets)."""
+    tree = _parsed(sources[(cell or 1) - 1] if sources else "")
+    if tree is None:
+        return None
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) \
+                and node.lineno == line == node.end_lineno:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if len(targets) != 1:
+                return None
+            target = targets[0]
+            while isinstance(target, ast.Subscript):
+                target = target.value
+            names.add(target.id if isinstance(target, ast.Name) else None)
+    return names.pop() if len(names) == 1 else None
 
 
 #: a frame of a student traceback (``grader/sandbox/worker.py``): the file, or a notebook's
@@ -610,27 +734,33 @@ def stages_of(assignment: Assignment, recipe: Mapping[str, str], probe: Probe) -
 
 def _first_place(assignment: Assignment, probe: Probe, traced: Sequence[TracedValue],
                  recipe: Mapping[str, str], without: Mapping[str, str],
-                 allowed: Sequence[str], at_call: bool = False) -> Place | None:
+                 allowed: Sequence[str], at_call: bool = False,
+                 running: frozenset[tuple[int | None, int]] = frozenset()) -> Place | None:
     mistaken = stages_of(assignment, recipe, probe)
     correct = stages_of(assignment, without, probe)
     inputs = {f"the input {name}": np.asarray(a, dtype=np.float64)
               for name, a in zip(assignment.arg_names, probe.args) if isinstance(a, np.ndarray)}
-    correct_path = {**correct, **inputs}
-    unused = _unused_value(traced, mistaken, correct, inputs)
+    unused = _unused_value(traced, _whole(mistaken), _whole(correct), inputs)
     if unused is not None:
         return unused
-    right_forms = [form for other in correct_path.values() for form in _mask_forms(other)]
     for stage in allowed:  # the row's order: where the mistake is best pointed at first
         value = mistaken.get(stage)
         if value is None or (stage in correct and _same(value, correct[stage])):
             continue
+        # (running state is told from the right run's running state; a value of the whole
+        # computation, from its other whole values: L = m is the lse's line, not the max's)
+        running_state = isinstance(value, (TileStates, TileBlocks))
+        correct_path = {**(correct if running_state else _whole(correct)), **inputs}
+        right_forms = [form for other in correct_path.values() for form in _mask_forms(other)]
         # a skipped step (no scaling, no mask, no W_o) leaves a value the correct path has
         # too, at an earlier stage: the line that computes it is the one the step belongs after
-        used = next((name for name, other in correct_path.items() if _same(value, other)), None)
+        used = None if running_state else next(
+            (name for name, other in correct_path.items() if _same(value, other)), None)
         # (a mask's other forms only where no form of a right value is the same array)
         others = _mask_forms(value)[1:] if used is None else ()
         hits = [(t.depth if used or at_call else 0, order, t) for order, t in enumerate(traced)
-                if not t.changes_input and (
+                if not t.changes_input and (running_state or (t.cell, t.line) not in running)
+                and (
                     (_same(t.array, value)
                      and (used or not any(_same(t.array, o) for o in correct_path.values())))
                     or (any(_same(t.array, form) for form in others)
@@ -640,6 +770,12 @@ def _first_place(assignment: Assignment, probe: Probe, traced: Sequence[TracedVa
             return Place(best.cell, best.line, stage, used,
                          writers=_writers(traced, best, value, correct.get(stage)))
     return None
+
+
+def _whole(stages: Mapping[str, Array]) -> dict[str, Array]:
+    """The stages that are values of the whole computation (not running state)."""
+    return {name: value for name, value in stages.items()
+            if not isinstance(value, (TileStates, TileBlocks))}
 
 
 def _mask_forms(value: Array) -> tuple[Array, ...]:
@@ -699,8 +835,95 @@ def _unused_value(traced: Sequence[TracedValue], mistaken: Mapping[str, Array],
 
 def same(computed: Array, stage: Array) -> bool:
     """Is ``computed`` the stage's value, one head's slice of it, or one row of it (code that
-    loops over heads or rows, or has one module per head, computes them one at a time)?"""
+    loops over heads or rows, or has one module per head, computes them one at a time)? For
+    running state (``TileStates``): its value after one key tile, or a query tile's rows of it."""
+    if isinstance(stage, TileStates):
+        if isinstance(computed, TileStates):  # two runs' whole state
+            return computed.shape == stage.shape and _close(np.asarray(computed),
+                                                            np.asarray(stage))
+        return _one_tiles_state(computed, stage)
+    if isinstance(stage, TileBlocks):
+        return _one_block(computed, stage)
     return any(_close(computed, target) for target in _targets(stage, computed.shape))
+
+
+def _one_tiles_state(computed: Array, stage: TileStates) -> bool:
+    """Does ``computed`` hold the running state after one key tile: for every query row (the
+    whole ``(..., n, f)``; or, code with key tiles outside that updates it query tile by query
+    tile in place, the first query tiles' rows after key tile t and the rest after t - 1), or
+    for one query tile's rows (query tiles outside: rows ``i0 .. i0 + r``, the tile starting
+    at a multiple of its length r, or the last one ending at n)?"""
+    states = np.asarray(stage)
+    tiles, width, n = states.shape[0], states.shape[-1], states.shape[-2]
+    lead = states.shape[1:-2]
+    value = np.asarray(computed)
+    if width == 1 and value.shape[-1:] != (1,):
+        value = value[..., None]
+    while value.ndim > len(lead) + 2 and value.shape[0] == 1:
+        value = value[0]
+    if value.ndim < 2 or value.shape[-1] != width or value.shape[-2] > n or value.size < 2:
+        return False
+    rows = value.shape[-2]
+    if value.shape[:-2] == lead:  # every leading slice at once: all must agree
+        states, value = states.reshape(tiles, 1, -1, n, width), value.reshape(1, 1, -1, rows, width)
+    elif value.ndim == 2:  # one leading slice (a batch, a head) at a time: any may
+        states, value = states.reshape(tiles, -1, 1, n, width), value.reshape(1, 1, 1, rows, width)
+    else:
+        return False
+    starts = {n - rows, *range(0, n - rows + 1, rows)}
+    for start in sorted(starts):
+        window = states[..., start:start + rows, :]
+        agree = np.asarray(_rows_close(value, window).all(axis=2))  # (tiles, alternatives, rows)
+        if agree.all(axis=-1).any():
+            return True
+        if rows == n and tiles > 1 and _updated_in_place(agree):
+            return True
+    return False
+
+
+def _one_block(computed: Array, stage: TileBlocks) -> bool:
+    """Is ``computed`` one (query tile, key tile) block of the ``(..., n, m)`` stage: rows
+    and columns starting at a multiple of the block's size, or the last ones (a remainder
+    tile); for every leading slice at once, or for one of them?"""
+    whole = np.asarray(stage)
+    value = np.asarray(computed)
+    while value.ndim > max(whole.ndim, 2) and value.shape[0] == 1:
+        value = value[0]
+    (n, m), (rows, cols) = whole.shape[-2:], value.shape[-2:] if value.ndim >= 2 else (0, 0)
+    if value.ndim < 2 or value.size < 2 or rows > n or cols > m:
+        return False
+    if value.shape[:-2] == whole.shape[:-2]:
+        wholes = [whole]
+    elif value.ndim == 2:
+        wholes = list(whole.reshape(-1, n, m))
+    else:
+        return False
+    for i0 in sorted({n - rows, *range(0, n - rows + 1, rows)}):
+        for j0 in sorted({m - cols, *range(0, m - cols + 1, cols)}):
+            if any(_close(value, w[..., i0:i0 + rows, j0:j0 + cols]) for w in wholes):
+                return True
+    return False
+
+
+def _rows_close(value: Array, states: Array) -> Array:
+    """Row by row (the last axis compared whole), ``value`` against each of ``states``, as
+    ``_close`` compares (blocked scores are -inf whatever their fill)."""
+    value = np.where(value <= BLOCKED_BELOW, -np.inf, value)
+    states = np.where(states <= BLOCKED_BELOW, -np.inf, states)
+    finite = np.abs(states[np.isfinite(states)])
+    scale = float(finite.max()) if finite.size else 1.0
+    with np.errstate(invalid="ignore"):
+        close = np.isclose(value, states, rtol=1e-5, atol=1e-7 * max(scale, 1.0),
+                           equal_nan=True)
+    return np.asarray(close.all(axis=-1))
+
+
+def _updated_in_place(agree: Array) -> bool:
+    """Rows 0 .. c - 1 agree with tile t's state and rows c .. n - 1 with tile t - 1's, for
+    some tile t and row c, within one alternative (``agree``: (tiles, alternatives, rows))."""
+    before = np.logical_and.accumulate(agree[1:], axis=-1)[..., :-1]
+    after = np.logical_and.accumulate(agree[:-1][..., ::-1], axis=-1)[..., ::-1][..., 1:]
+    return bool((before & after).any())
 
 
 def _same(computed: Array, stage: Array) -> bool:
@@ -776,10 +999,12 @@ def quote(cell: int | None, line: int, computes: str, sources: Sequence[str]
 
 
 def with_literal_fix(quoted: SourcePlace, assignment: Assignment, misconception_id: str,
-                     stage: str, sources: Sequence[str], alone: bool = True) -> SourcePlace:
+                     stage: str, sources: Sequence[str], alone: bool = True,
+                     held: Mapping[str, str] | None = None) -> SourcePlace:
     """The quoted line with the code that undoes ``misconception_id`` on it, when one of the
     row's rewrites knows the line's shape (in SPEC's conventions only: a course's own conventions
-    word the fix differently)."""
+    word the fix differently); ``held``: the code's names of running quantities
+    (``held_names``)."""
     row = catalogue.BY_ID[misconception_id]
     own_terms = {key for key in assignment.interface.conventions() if key in row.in_conventions}
     if not row.rewrites or own_terms or len(quoted.code) >= 200 \
@@ -789,7 +1014,7 @@ def with_literal_fix(quoted: SourcePlace, assignment: Assignment, misconception_
     names = student_names(assignment, sources)
     context = edits.Context(assignment.task.softmax_alone, stage,
                             edits.dialect(quoted.code, source),
-                            names)
+                            names, held or {})
     return dataclasses.replace(quoted, fixed=edits.rewrite(row.rewrites, quoted.code, context,
                                                            alone))
 

@@ -130,7 +130,7 @@ def _fields(probe: Probe, recipe: Recipe) -> dict[str, object]:
 STAGE_WORDS = {
     "P": "the weights P recomputed from L", "dS": "the gradient of the scores (dS)",
     "dQ": "the gradient of Q (dQ)", "dK": "the gradient of K (dK)",
-    "dV": "the gradient of V (dV)",
+    "dV": "the gradient of V (dV)", "D": "D = rowsum(dO * O)",
 }
 
 def tiling_call(make: Maker, length: int, width: int, block: int) -> Probe:

@@ -285,7 +285,11 @@ def unknown_rows(recipe: Recipe, probe: Probe) -> Array | None:
     return unknown if unknown.any() else None
 
 
-STAGE_WORDS = {"lse": "the logsumexp L"}
+STAGE_WORDS = {"lse": "the logsumexp L", "rescale": "a key tile's factor exp(m_old - m_new)",
+               "running_max": "the running max m", "running_sum": "the running sum l",
+               "accumulator": "the output accumulator",
+               "acc_factor": "the factor the accumulator is rescaled by",
+               "masked_tile": "a tile's scores after the causal mask"}
 
 
 def tiling_call(make: Maker, length: int, width: int, block: int) -> Probe:

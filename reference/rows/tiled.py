@@ -36,7 +36,8 @@ ROWS: tuple[Misconception, ...] = (
         "exp(m_old - m_new)",
         fix="Multiply the accumulator by `alpha = np.exp(m_old - m_new)` (per row) before "
             "adding `p @ V_tile`, as you do for l.",
-        stages=("output",),
+        stages=("accumulator", "output"),
+        rewrites=(edits.rescale_accumulator,),
     ),
     Misconception(
         "online-rescale-inverted",
@@ -53,7 +54,8 @@ ROWS: tuple[Misconception, ...] = (
         "exp(m_new - m_old) (at least 1) instead of exp(m_old - m_new) (at most 1)",
         fix="Rescale with `np.exp(m_old - m_new)` (m_new >= m_old, so the factor is at most 1), "
             "not its inverse.",
-        stages=("output",),
+        stages=("acc_factor", "accumulator", "output"),
+        rewrites=(edits.invert_rescale,),
     ),
     Misconception(
         "online-sum-not-rescaled",
@@ -67,7 +69,8 @@ ROWS: tuple[Misconception, ...] = (
         "when a later key tile raises the running max (tiles of {block_k} keys), your running "
         "sum l keeps the earlier tiles' sums unscaled, so the denominator is too large",
         fix="Update the running sum as `l = np.exp(m_old - m_new) * l + p.sum(axis=-1)`.",
-        stages=("output", "lse"),
+        stages=("running_sum", "output", "lse"),
+        rewrites=(edits.rescale_sum,),
     ),
     Misconception(
         "tile-local-softmax",
@@ -97,6 +100,7 @@ ROWS: tuple[Misconception, ...] = (
         "by the running sum l",
         fix="After the loop over key tiles, divide: `O = acc / l[..., None]`.",
         stages=("output",),
+        rewrites=(edits.divide_by_running_sum,),
     ),
     Misconception(
         "lse-max-only",
@@ -109,6 +113,7 @@ ROWS: tuple[Misconception, ...] = (
         "your L equals the running max m; the logsumexp is m + log l",
         fix="Return `L = m + np.log(l)` (the running max plus the log of the running sum).",
         stages=("lse",),
+        rewrites=(edits.add_log_sum,),
     ),
     Misconception(
         "lse-missing-max",
@@ -122,6 +127,7 @@ ROWS: tuple[Misconception, ...] = (
         "m + log l",
         fix="Add the running max back: `L = m + np.log(l)`.",
         stages=("lse",),
+        rewrites=(edits.add_running_max,),
     ),
     Misconception(
         "lse-missing-scale",
@@ -136,6 +142,7 @@ ROWS: tuple[Misconception, ...] = (
         fix="Compute L from the scaled scores: with the max m of S = Q K^T / sqrt(d), "
             "`L = m + np.log(l)`.",
         stages=("lse",),
+        rewrites=(edits.keep_scaled_max,),
     ),
     Misconception(
         "finite-initial-max",
@@ -185,7 +192,7 @@ ROWS: tuple[Misconception, ...] = (
         "every tile instead of following absolute positions",
         fix="Mask with absolute positions: `keep = (j0 + c) <= (i0 + r) + (m - n)` for the "
             "tile's rows r and columns c.",
-        stages=("output", "lse"),
+        stages=("masked_tile", "output", "lse"),
     ),
 )
 
@@ -253,6 +260,7 @@ BACKWARD_ROWS: tuple[Misconception, ...] = (
         fix="Before the tile loops compute `D = np.sum(grad_output * O, axis=-1)` and in each "
             "tile use `dS = P * (dP - D[..., i0:i1, None])`.",
         stages=("dS",),
+        rewrites=(edits.subtract_d,),
     ),
     Misconception(
         "backward-p-unscaled",

@@ -28,7 +28,17 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from reference.stages import SCALE, Array, Dims, Recipe, Stages, choice, knobs, swap
+from reference.stages import (
+    SCALE,
+    Array,
+    Dims,
+    Recipe,
+    Stages,
+    choice,
+    knobs,
+    swap,
+    tile_states,
+)
 from reference.tasks import flash_attention_forward as forward
 from reference.tasks.causal_mask import causal_mask
 
@@ -147,6 +157,9 @@ def pipeline(
         d_s = p * d_p
         grads = (d_s @ k * grad_factor, swap(d_s) @ q * grad_factor, swap(p) @ d_o)
     if record is not None:
+        # D = rowsum(dO * O), the code's own (whether or not it subtracts it): a per-row
+        # value, held whole or a query tile's rows at a time
+        record["D"] = tile_states([np.sum(d_o * o, axis=-1)], per_row=True)
         record["P"], record["dS"] = p, d_s
         record["dQ"], record["dK"], record["dV"] = grads
     lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], d_o.shape[:-2])

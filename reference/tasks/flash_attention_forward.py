@@ -15,7 +15,18 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from reference.stages import SCALE, Array, Dims, Recipe, Stages, choice, knobs, swap
+from reference.stages import (
+    SCALE,
+    Array,
+    Dims,
+    Recipe,
+    Stages,
+    TileBlocks,
+    choice,
+    knobs,
+    swap,
+    tile_states,
+)
 from reference.tasks.causal_mask import causal_keep, causal_mask
 
 CORRECT = knobs(
@@ -170,7 +181,7 @@ def pipeline(
         if scheme == "per_tile":
             out, lse = _per_tile(visible, v, keys, block_k)
         else:
-            out, lse = _running(recipe, scheme, visible, v, keys, block_k, factor)
+            out, lse = _running(recipe, scheme, visible, v, keys, block_k, factor, record)
         if choice(recipe, "flash_lse") == "unscaled_scores":
             raw_visible = np.where(keep, raw, -np.inf)
             top = raw_visible.max(axis=-1)
@@ -180,6 +191,8 @@ def pipeline(
         out[..., rows:, :] = np.nan
         lse[..., rows:] = np.nan
     if record is not None:
+        # (the scaled scores each tile sees, after its causal mask: the mask's line)
+        record["masked_tile"] = np.asarray(visible).view(TileBlocks)
         record["output"] = out
         record["lse"] = lse
     return out, lse
@@ -204,10 +217,17 @@ def _per_tile(visible: Array, v: Array, keys: int, block_k: int) -> tuple[Array,
     return out, lse
 
 
+#: the online softmax's running state, recorded after each key tile: the factor exp(m_old -
+#: m_new) the running max gives, the running max m, the running sum l, the accumulator acc,
+#: and the factor the accumulator is multiplied by (from the second key tile on)
+TILE_STAGES = ("rescale", "running_max", "running_sum", "accumulator", "acc_factor")
+
+
 def _running(recipe: Recipe, scheme: str, visible: Array, v: Array, keys: int, block_k: int,
-             factor: float) -> tuple[Array, Array]:
+             factor: float, record: Stages | None = None) -> tuple[Array, Array]:
     """The online softmax's state through the key tiles (or, with no scheme, exp(S) summed
-    without a max), then O and L from it."""
+    without a max), then O and L from it. The online state after each key tile is recorded
+    (``TILE_STAGES``)."""
     shape = visible.shape[:-1]
     online = scheme == "online"
     start = FINITE_SENTINEL if choice(recipe, "flash_initial_max") == "finite" else -np.inf
@@ -215,6 +235,7 @@ def _running(recipe: Recipe, scheme: str, visible: Array, v: Array, keys: int, b
     row_sum = np.zeros(shape)
     acc = np.zeros((*shape, v.shape[-1]))
     acc_how, sum_how = choice(recipe, "flash_acc_rescale"), choice(recipe, "flash_sum_rescale")
+    held: dict[str, list[Array]] = {stage: [] for stage in TILE_STAGES}
     for index, (j0, j1) in enumerate(_tiles(keys, block_k)):
         s = visible[..., j0:j1]
         new_max = np.maximum(row_max, s.max(axis=-1)) if online else row_max
@@ -226,9 +247,16 @@ def _running(recipe: Recipe, scheme: str, visible: Array, v: Array, keys: int, b
             sum_factor = alpha if sum_how == "rescaled" else np.ones(shape)
             row_sum = sum_factor * row_sum
             acc = acc_factor[..., None] * acc
+            held["acc_factor"].append(acc_factor)
         row_sum = row_sum + p.sum(axis=-1)
         acc = acc + p @ v[..., j0:j1, :]
         row_max = new_max
+        for stage, value in (("rescale", alpha), ("running_max", row_max),
+                             ("running_sum", row_sum), ("accumulator", acc)):
+            held[stage].append(value)
+    if record is not None and online:
+        record.update({stage: tile_states(values, per_row=stage != "accumulator")
+                       for stage, values in held.items() if values})
     out = acc / row_sum[..., None] if choice(recipe, "flash_final") == "divided" else acc
     lse_how = choice(recipe, "flash_lse")
     log_sum = np.log(row_sum)

@@ -27,3 +27,4 @@ def flash_attention_backward(grad_output, Q, K, V, O, L, causal=False, block_q=1
             dQ[..., i0:i1, :] += dS @ Kj * scale
             dK[..., j0:j1, :] += np.swapaxes(dS, -1, -2) @ Qi * scale
     return dQ, dK, dV
+# where: backward-missing-d=26

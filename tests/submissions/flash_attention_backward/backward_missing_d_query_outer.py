@@ -35,3 +35,4 @@ def flash_attention_backward(grad_output, Q, K, V, O, L, causal=False, block_q=1
             dK[..., j0:j1, :] += np.matmul(ds.transpose(last), q) * scale
         dQ[..., i0:i1, :] = dq
     return dQ, dK, dV
+# where: backward-missing-d=33

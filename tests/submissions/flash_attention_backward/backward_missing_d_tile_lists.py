@@ -22,3 +22,4 @@ def flash_attention_backward(grad_output, Q, K, V, O, L, causal=False, block_q=1
             grads[0][..., a:b, :] += np.einsum("...ij,...jd->...id", dlogits, K[..., c:e, :]) * scale
             grads[1][..., c:e, :] += np.einsum("...ij,...id->...jd", dlogits, Q[..., a:b, :]) * scale
     return grads
+# where: backward-missing-d=21

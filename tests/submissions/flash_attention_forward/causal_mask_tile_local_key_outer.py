@@ -27,3 +27,4 @@ def flash_attention_forward(Q, K, V, causal=False, block_q=16, block_k=16):
     O = out / row_sum[..., None]
     L = row_max + np.log(row_sum)
     return O, L
+# where: causal-mask-tile-local=18

@@ -45,3 +45,4 @@ class FlashAttentionPytorch(torch.autograd.Function):
 
 def get_flashattention_autograd_function_pytorch():
     return FlashAttentionPytorch
+# where: causal-mask-tile-local=29

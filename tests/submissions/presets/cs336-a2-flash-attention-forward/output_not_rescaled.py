@@ -46,3 +46,4 @@ class FlashAttentionPytorch(torch.autograd.Function):
 
 def get_flashattention_autograd_function_pytorch():
     return FlashAttentionPytorch
+# where: online-output-not-rescaled=34

@@ -43,3 +43,4 @@ class FlashAttentionPytorch(torch.autograd.Function):
 
 def get_flashattention_autograd_function_pytorch():
     return FlashAttentionPytorch
+# where: online-rescale-inverted=32

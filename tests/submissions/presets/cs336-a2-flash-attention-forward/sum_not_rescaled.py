@@ -47,3 +47,4 @@ class FlashAttentionPytorch(torch.autograd.Function):
 
 def get_flashattention_autograd_function_pytorch():
     return FlashAttentionPytorch
+# where: online-sum-not-rescaled=34
