@@ -85,7 +85,8 @@ def _fixture_path(value: str | Path) -> Path | None:
     """``value`` as a fixture's path (a Path, or a name relative to tests/submissions)."""
     if isinstance(value, str) and value.endswith(".py"):
         value = SUBMISSIONS / value
-    if isinstance(value, Path) and value.suffix == ".py" and HERE in value.resolve().parents:
+    if isinstance(value, Path) and value.suffix == ".py" and HERE in value.resolve().parents \
+            and value.is_file():
         return value.resolve()
     return None
 
