@@ -61,6 +61,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     run over many fixtures is marked ``breadth`` for the fixtures outside the fast tier's
     sample (``FAST_SAMPLE``) and for every seed but 0."""
     sandboxed = config.getoption("fixture_grading") == "sandbox"
+    # (the tests that start child processes last: they run with no worker grading ahead)
+    items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)
     for item in items:
         if sandboxed and "grading_mode" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.e2e)
@@ -217,7 +219,28 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     for key in wanted:
         path, assignment, seed, mode = key
         _AHEAD[key] = pool.submit(grade_trusted, path, assignment, seed, mode)
-    session.config.add_cleanup(lambda: pool.shutdown(wait=True, cancel_futures=True))
+    _POOL.append(pool)
+    session.config.add_cleanup(_stop_grading_ahead)
+
+
+#: the pool grading ahead, while it runs
+_POOL: list[ProcessPoolExecutor] = []
+
+
+def _stop_grading_ahead() -> None:
+    """Wait for the gradings under way, cancel the others (graded here if a test asks)."""
+    for pool in _POOL:
+        pool.shutdown(wait=True, cancel_futures=True)
+    _POOL.clear()
+    for key in [key for key, future in _AHEAD.items() if future.cancelled()]:
+        del _AHEAD[key]
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """The tests that start child processes (run last) find only their own: the workers
+    grading ahead are gone by then."""
+    if _POOL and item.get_closest_marker("e2e") is not None:
+        _stop_grading_ahead()
 
 
 def _reads(item: pytest.Item) -> list[tuple[Path, str, int, str]]:
