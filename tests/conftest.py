@@ -19,6 +19,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -59,15 +60,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """With the fixtures graded through the sandbox, a test that reads their reports starts
     child processes: it is then part of the slow tier (``-m "not e2e"`` leaves it out). A test
     run over many fixtures is marked ``breadth`` for the fixtures outside the fast tier's
-    sample (``FAST_SAMPLE``) and for every seed but 0."""
+    sample (``fast_sample``) and for every seed but 0. The tests that start child processes
+    run last, when no worker grades ahead any more (``pytest_runtest_setup``)."""
     sandboxed = config.getoption("fixture_grading") == "sandbox"
-    # (the tests that start child processes last: they run with no worker grading ahead)
-    items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)
     for item in items:
         if sandboxed and "grading_mode" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.e2e)
         if _beyond_the_sample(item):
             item.add_marker(pytest.mark.breadth)
+    items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)
 
 
 def _beyond_the_sample(item: pytest.Item) -> bool:
@@ -205,10 +206,9 @@ GRADE_AHEAD_FROM = 40
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Grade ahead, in as many worker processes as this machine has cores, the fixtures that
     the selected tests read through ``graded`` in-process, in the order the tests will ask:
-    the tests then find most reports ready, and the cores are used while this process runs
-    tests that wait on a sandbox. A worker grades exactly as this process would
-    (``grade_trusted``); the reports are the same (``test_feedback.py`` compares them with the
-    sandbox's)."""
+    the tests then find most reports ready, graded on every core. A worker grades exactly as
+    this process would (``grade_trusted``); the reports are the same (``test_feedback.py``
+    compares them with the sandbox's)."""
     if session.config.getoption("fixture_grading") != "inprocess":
         return
     wanted = dict.fromkeys(key for item in session.items for key in _reads(item))
@@ -234,6 +234,16 @@ def _stop_grading_ahead() -> None:
     _POOL.clear()
     for key in [key for key, future in _AHEAD.items() if future.cancelled()]:
         del _AHEAD[key]
+
+
+def _graded_ahead(key: tuple[Path, str, int, str]) -> dict[str, Any] | None:
+    """A worker's report for ``key``, or None (not asked of a worker, or the pool broke: a
+    worker that died is no verdict on the fixture, which is then graded here)."""
+    ahead = _AHEAD.pop(key, None)
+    try:
+        return ahead.result() if ahead is not None else None
+    except BrokenProcessPool:
+        return None
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -273,9 +283,7 @@ def graded_as(path: Path, assignment: str | None = None, seed: int = 0, *,
     needs_framework(assignment, path)
     key = (path.resolve(), assignment, seed, mode)
     if key not in _GRADED:
-        ahead = _AHEAD.pop(key, None)
-        _GRADED[key] = ahead.result() if ahead is not None else grade_trusted(
-            path, assignment, seed, mode)
+        _GRADED[key] = _graded_ahead(key) or grade_trusted(path, assignment, seed, mode)
     return copy.deepcopy(_GRADED[key])
 
 
