@@ -802,6 +802,9 @@ def test_a_run_cannot_signal_or_read_a_concurrent_run(tmp_path: Path, mode: str)
 
 
 def test_the_hidden_seed_is_on_no_command_line_a_run_can_read(tmp_path: Path) -> None:
+    """The seed given on the command line is moved off it before any submission runs. Only
+    this test's own seed is looked for: another grading on the machine, just started with
+    ``--seed`` on its command line and not yet moved off it, is not this run's."""
     attack = textwrap.dedent("""\
         import os
         try:
@@ -814,7 +817,7 @@ def test_the_hidden_seed_is_on_no_command_line_a_run_can_read(tmp_path: Path) ->
                     line = open(f"/proc/{name}/cmdline", "rb").read()
                 except OSError:
                     continue
-                if b"--seed" in line or b"918273" in line:
+                if b"918273" in line:
                     print("SEEN", line[:200])
         """)
     path = tmp_path / "submission" / "attention.py"
